@@ -1,0 +1,33 @@
+// Command fenced runs one fenced node: a Redis-protocol lock server whose
+// every change is committed through Raft. With no flags it serves a
+// single-node cluster on 127.0.0.1:6379 with its data under ./fenced-data.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/fenced/fenced/server"
+)
+
+func main() {
+	cfg, err := server.ParseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fenced:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := server.Run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "fenced:", err)
+		os.Exit(1)
+	}
+}

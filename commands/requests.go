@@ -1,0 +1,184 @@
+package commands
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// NoWait is Flock.Wait when no WAIT option was given.
+const NoWait = -1
+
+// Flock is a parsed FLOCK.
+type Flock struct {
+	Lock, Session, Owner string
+	Wait                 int64 // NoWait, 0 (forever) or ms
+	Limit                int64
+	Req                  string
+}
+
+// Funlock is a parsed FUNLOCK.
+type Funlock struct {
+	Lock, Session, Owner string
+	Fence                int64 // 0 when not given
+	Req                  string
+}
+
+// Fence is a parsed FENCE.
+type Fence struct {
+	Lock, Session, Owner string
+	WithOwner            bool
+}
+
+// SessionOpen is a parsed SESSION.OPEN. TTL is 0 when not given.
+type SessionOpen struct {
+	TTL  int64
+	Name string
+}
+
+// ForceUnlock is a parsed LOCK.FORCEUNLOCK.
+type ForceUnlock struct {
+	Lock  string
+	Token int64
+}
+
+// options walks "NAME value" pairs in any order, case-insensitively.
+func options(args [][]byte, set func(name string, value []byte) error) error {
+	for i := 0; i < len(args); i += 2 {
+		name := strings.ToUpper(string(args[i]))
+		if i+1 >= len(args) {
+			return fmt.Errorf("%w: %s needs a value", ErrSyntax, clip(args[i]))
+		}
+		if err := set(name, args[i+1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func unknownOption(name string) error {
+	return fmt.Errorf("%w: unknown option %s", ErrSyntax, clip([]byte(name)))
+}
+
+// ParseInt parses a base-10 int64 the way Redis does (no sign tricks, no
+// spaces).
+func ParseInt(b []byte) (int64, error) {
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil || len(b) == 0 || b[0] == '+' {
+		return 0, ErrNotInteger
+	}
+	return n, nil
+}
+
+func nonNegative(b []byte, what string) (int64, error) {
+	n, err := ParseInt(b)
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("%w: %s must not be negative", ErrSyntax, what)
+	}
+	return n, nil
+}
+
+func positive(b []byte, what string) (int64, error) {
+	n, err := ParseInt(b)
+	if err != nil {
+		return 0, err
+	}
+	if n <= 0 {
+		return 0, fmt.Errorf("%w: %s must be positive", ErrSyntax, what)
+	}
+	return n, nil
+}
+
+// ParseFlock parses FLOCK lock session [OWNER tag] [WAIT ms] [LIMIT n] [REQ id].
+func ParseFlock(args [][]byte) (Flock, error) {
+	r := Flock{Lock: string(args[1]), Session: string(args[2]), Wait: NoWait}
+	err := options(args[3:], func(name string, v []byte) (err error) {
+		switch name {
+		case "OWNER":
+			r.Owner = string(v)
+		case "WAIT":
+			r.Wait, err = nonNegative(v, "WAIT")
+		case "LIMIT":
+			r.Limit, err = nonNegative(v, "LIMIT")
+		case "REQ":
+			r.Req = string(v)
+		default:
+			err = unknownOption(name)
+		}
+		return err
+	})
+	return r, err
+}
+
+// ParseFunlock parses FUNLOCK lock session [OWNER tag] [FENCE token] [REQ id].
+func ParseFunlock(args [][]byte) (Funlock, error) {
+	r := Funlock{Lock: string(args[1]), Session: string(args[2])}
+	err := options(args[3:], func(name string, v []byte) (err error) {
+		switch name {
+		case "OWNER":
+			r.Owner = string(v)
+		case "FENCE":
+			r.Fence, err = positive(v, "FENCE")
+		case "REQ":
+			r.Req = string(v)
+		default:
+			err = unknownOption(name)
+		}
+		return err
+	})
+	return r, err
+}
+
+// ParseFence parses FENCE lock [session [OWNER tag]].
+func ParseFence(args [][]byte) (Fence, error) {
+	r := Fence{Lock: string(args[1])}
+	if len(args) == 2 {
+		return r, nil
+	}
+	r.Session, r.WithOwner = string(args[2]), true
+	err := options(args[3:], func(name string, v []byte) error {
+		if name != "OWNER" {
+			return unknownOption(name)
+		}
+		r.Owner = string(v)
+		return nil
+	})
+	return r, err
+}
+
+// ParseSessionOpen parses SESSION.OPEN [TTL ms] [NAME label]. The TTL's
+// configured bounds are checked by the server.
+func ParseSessionOpen(args [][]byte) (SessionOpen, error) {
+	var r SessionOpen
+	err := options(args[1:], func(name string, v []byte) (err error) {
+		switch name {
+		case "TTL":
+			r.TTL, err = positive(v, "TTL")
+		case "NAME":
+			r.Name = string(v)
+		default:
+			err = unknownOption(name)
+		}
+		return err
+	})
+	return r, err
+}
+
+// ParseForceUnlock parses LOCK.FORCEUNLOCK lock token.
+func ParseForceUnlock(args [][]byte) (ForceUnlock, error) {
+	tok, err := positive(args[2], "token")
+	return ForceUnlock{Lock: string(args[1]), Token: tok}, err
+}
+
+// ParseProto parses the protocol version of HELLO.
+func ParseProto(b []byte) (int, error) {
+	n, err := ParseInt(b)
+	if err != nil || n < math.MinInt32 || n > math.MaxInt32 {
+		return 0, ErrNotInteger
+	}
+	return int(n), nil
+}

@@ -1,0 +1,164 @@
+// Package commands owns fenced's command table (name, arity, flags) and the
+// parsing of arguments into typed requests. It decides nothing about locks
+// and writes nothing to connections: the server dispatches on the table and
+// turns requests into state-machine entries.
+package commands
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Errors returned by parsing. Each is a decided "-ERR" reply; nothing was
+// applied.
+var (
+	// ErrUnknown is returned by Lookup callers for a name not in the table.
+	ErrUnknown = errors.New("commands: unknown command")
+	// ErrArity is returned when the argument count does not fit the arity.
+	ErrArity = errors.New("commands: wrong number of arguments")
+	// ErrSyntax is returned for an unknown or malformed option.
+	ErrSyntax = errors.New("commands: syntax error")
+	// ErrNotInteger is returned when an integer argument does not parse or
+	// is out of range.
+	ErrNotInteger = errors.New("commands: value is not an integer or out of range")
+)
+
+// Flags describe how the server must run a command.
+type Flags uint16
+
+const (
+	// Write commands change replicated state: they are proposed through Raft.
+	Write Flags = 1 << iota
+	// Read commands read replicated state: they need a linearizable read.
+	Read
+	// Admin commands need the admin permission (SPEC section 7).
+	Admin
+	// Blocking commands may wait for a later log entry; they hold up their
+	// own connection only.
+	Blocking
+	// Conn commands touch only the connection or the local node.
+	Conn
+	// NoAuth commands are served before AUTH.
+	NoAuth
+)
+
+// Spec is one row of the command table.
+type Spec struct {
+	Name string
+	// Arity follows Redis: n > 0 is exactly n arguments including the name,
+	// n < 0 is at least -n.
+	Arity   int
+	Flags   Flags
+	Summary string
+	Args    string // syntax after the name, for COMMAND DOCS and errors
+}
+
+// Has reports whether s has every flag in f.
+func (s *Spec) Has(f Flags) bool { return s.Flags&f == f }
+
+// CheckArity reports whether n arguments (the name included) fit the arity.
+func (s *Spec) CheckArity(n int) bool {
+	if s.Arity >= 0 {
+		return n == s.Arity
+	}
+	return n >= -s.Arity
+}
+
+// Table is the command table, built once by New and read-only afterwards.
+type Table struct {
+	byName map[string]*Spec
+	sorted []*Spec
+}
+
+// New returns the table of every command fenced serves.
+func New() *Table {
+	specs := []Spec{
+		// Native locks and sessions (SPEC section 3).
+		{"flock", -3, Write | Blocking, "Acquire a fenced lock; reply the fencing token", "lock session [OWNER tag] [WAIT ms] [LIMIT n] [REQ id]"},
+		{"funlock", -3, Write, "Release one hold of a fenced lock; reply the remaining count", "lock session [OWNER tag] [FENCE token] [REQ id]"},
+		{"fence", -2, Read, "Reply the fencing token of a lock's holder", "lock [session [OWNER tag]]"},
+		{"lock.info", 2, Read, "Describe a lock: holder, count, limit, token, waiters", "lock"},
+		{"lock.forceunlock", 3, Write | Admin, "Release a lock if token is its current token", "lock token"},
+		{"session.open", -1, Write, "Open a session; reply its id", "[TTL ms] [NAME label]"},
+		{"session.heartbeat", 2, Write, "Renew a session; reply its TTL in ms", "id"},
+		{"session.kill", 2, Write, "End a session and release its locks", "id"},
+		{"session.info", 2, Read, "Describe a session", "id"},
+		{"session.list", 1, Read | Admin, "List open session ids", ""},
+		{"type", 2, Read, "Reply the type of a key", "key"},
+		{"dbsize", 1, Read, "Reply the number of keys", ""},
+		// Cluster administration.
+		{"raft.snapshot", 1, Admin | Conn, "Take a snapshot and compact the log", ""},
+		{"raft.status", 1, Admin | Conn, "Describe this node's Raft state", ""},
+		// Connection (SPEC section 4).
+		{"ping", -1, Conn | NoAuth, "Reply PONG or the message", "[message]"},
+		{"echo", 2, Conn, "Reply the message", "message"},
+		{"hello", -1, Conn | NoAuth, "Switch protocol; reply server information", "[protover [SETNAME name]]"},
+		{"select", 2, Conn, "Select database 0", "index"},
+		{"quit", -1, Conn | NoAuth, "Close the connection", ""},
+		{"reset", 1, Conn, "Reset the connection's state", ""},
+		{"client", -2, Conn, "Connection management", "SETNAME|GETNAME|ID|SETINFO|INFO|LIST ..."},
+		{"command", -1, Conn, "Describe commands", "[COUNT|DOCS|INFO ...]"},
+		{"info", -1, Conn, "Reply server information", "[section ...]"},
+		{"time", 1, Conn, "Reply the server's wall-clock time", ""},
+		{"role", 1, Conn, "Reply this node's replication role", ""},
+	}
+	t := &Table{byName: make(map[string]*Spec, len(specs))}
+	for i := range specs {
+		s := &specs[i]
+		t.byName[s.Name] = s
+		t.sorted = append(t.sorted, s)
+	}
+	sort.Slice(t.sorted, func(i, j int) bool { return t.sorted[i].Name < t.sorted[j].Name })
+	return t
+}
+
+// Lookup finds a command by name, case-insensitively.
+func (t *Table) Lookup(name []byte) (*Spec, bool) {
+	if s, ok := t.byName[string(name)]; ok { // clients usually send lower case
+		return s, true
+	}
+	s, ok := t.byName[strings.ToLower(string(name))]
+	return s, ok
+}
+
+// All returns every spec sorted by name.
+func (t *Table) All() []*Spec { return t.sorted }
+
+// Check finds the command named by args[0] and checks its arity: the one
+// place arity is checked.
+func (t *Table) Check(args [][]byte) (*Spec, error) {
+	s, ok := t.Lookup(args[0])
+	if !ok {
+		return nil, fmt.Errorf("%w '%s', with args beginning with: %s", ErrUnknown, clip(args[0]), argsPreview(args[1:]))
+	}
+	if !s.CheckArity(len(args)) {
+		return nil, fmt.Errorf("%w for '%s' command", ErrArity, s.Name)
+	}
+	return s, nil
+}
+
+func argsPreview(args [][]byte) string {
+	var b strings.Builder
+	for i, a := range args {
+		if i == 8 || b.Len() > 128 {
+			break
+		}
+		fmt.Fprintf(&b, "'%s' ", clip(a))
+	}
+	return b.String()
+}
+
+func clip(b []byte) string {
+	const max = 64
+	if len(b) > max {
+		b = b[:max]
+	}
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, string(b))
+}

@@ -1,0 +1,86 @@
+package lockstate
+
+import "container/heap"
+
+// timer is a pending deadline: a session's expiry or a timed wait's end.
+// Exactly one of sess and wait is set.
+type timer struct {
+	deadline int64
+	sess     *session
+	wait     *waiter
+	hi       int // heap position + 1; 0 = not scheduled
+}
+
+// less is a total order over pending timers, so the order in which due
+// deadlines take effect depends only on the state, never on the history of
+// heap operations. At the same instant, waits end before sessions: a wait
+// that runs out at the moment its lock's holder expires has run out, and
+// the lock goes to the next waiter.
+func (a *timer) less(b *timer) bool {
+	if a.deadline != b.deadline {
+		return a.deadline < b.deadline
+	}
+	if (a.wait != nil) != (b.wait != nil) {
+		return a.wait != nil
+	}
+	if a.sess != nil {
+		return a.sess.id < b.sess.id
+	}
+	if a.wait.lock.name != b.wait.lock.name {
+		return a.wait.lock.name < b.wait.lock.name
+	}
+	return a.wait.pos < b.wait.pos
+}
+
+type timerHeap []*timer
+
+func (h timerHeap) Len() int           { return len(h) }
+func (h timerHeap) Less(i, j int) bool { return h[i].less(h[j]) }
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].hi = i + 1
+	h[j].hi = j + 1
+}
+func (h *timerHeap) Push(x any) {
+	t := x.(*timer)
+	t.hi = len(*h) + 1
+	*h = append(*h, t)
+}
+func (h *timerHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	t.hi = 0
+	return t
+}
+
+// schedule sets t's deadline and (re)places it in the heap.
+func (s *State) schedule(t *timer, deadline int64) {
+	t.deadline = deadline
+	if t.hi > 0 {
+		heap.Fix(&s.timers, t.hi-1)
+		return
+	}
+	heap.Push(&s.timers, t)
+}
+
+func (s *State) unschedule(t *timer) {
+	if t.hi > 0 {
+		heap.Remove(&s.timers, t.hi-1)
+	}
+}
+
+// expire makes every deadline at or before now take effect, earliest first.
+// It runs before every op, so an op never sees a session or a wait that
+// should already be over, whatever the leader's ticks did.
+func (s *State) expire(now int64) {
+	for len(s.timers) > 0 && s.timers[0].deadline <= now {
+		t := heap.Pop(&s.timers).(*timer)
+		if t.sess != nil {
+			s.endSession(t.sess)
+		} else {
+			s.timeOut(t.wait)
+		}
+	}
+}

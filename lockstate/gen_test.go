@@ -1,0 +1,167 @@
+package lockstate
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+)
+
+// intSource draws small numbers: from a seeded PRNG, or from fuzzer bytes.
+type intSource interface {
+	intn(n int) int
+	done() bool
+}
+
+type rngSource struct{ r *rand.Rand }
+
+func (s rngSource) intn(n int) int { return s.r.IntN(n) }
+func (s rngSource) done() bool     { return false }
+
+type byteSource struct{ b []byte }
+
+func (s *byteSource) intn(n int) int {
+	if len(s.b) == 0 {
+		return 0
+	}
+	c := int(s.b[0])
+	s.b = s.b[1:]
+	return c % n
+}
+func (s *byteSource) done() bool { return len(s.b) == 0 }
+
+// gen produces entries over small pools of names, so that sessions, locks,
+// owners and request ids collide often and every branch is reached.
+type gen struct {
+	src    intSource
+	index  uint64
+	time   int64
+	waitID uint64
+	// fence, when set, peeks at the current token of a lock, so fenced
+	// commands are sometimes right.
+	fence func(lock string) int64
+	// misuse makes the proposer break its contract now and then: a wait id
+	// used twice, an index applied twice. State must stay consistent.
+	misuse bool
+}
+
+// The pools of names.
+func genSessions() []string { return []string{"s0", "s1", "s2", "s3", "s4"} }
+func genLocks() []string    { return []string{"a", "b", "c"} }
+func genOwners() []string   { return []string{"", "x"} }
+
+func (g *gen) pick(xs []string) string { return xs[g.src.intn(len(xs))] }
+
+func (g *gen) req() string {
+	if g.src.intn(2) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("r%d", g.src.intn(8))
+}
+
+func (g *gen) token(lock string) int64 {
+	if g.fence != nil && g.src.intn(2) == 0 {
+		return g.fence(lock)
+	}
+	if g.src.intn(4) == 0 {
+		return 0
+	}
+	return int64(g.index) - int64(g.src.intn(20))
+}
+
+// Times, TTLs and waits are multiples of 10 ms so that deadlines often fall
+// on the same instant and their order of effect is exercised.
+func (g *gen) next() (uint64, Entry) {
+	if !g.misuse || g.src.intn(20) != 0 {
+		g.index += 1 + uint64(g.src.intn(2))
+	}
+	if g.src.intn(10) == 0 {
+		g.time -= 10 * int64(g.src.intn(30)) // a proposer whose clock is behind
+	} else {
+		g.time += 10 * int64(g.src.intn(12))
+	}
+	e := Entry{Time: g.time, Session: g.pick(genSessions())}
+	switch k := g.src.intn(100); {
+	case k < 5:
+		e = Entry{Op: OpTick, Time: g.time}
+	case k < 17:
+		e.Op, e.TTL, e.Name, e.Created = OpSessionOpen, 100+50*int64(g.src.intn(12)), g.pick(genOwners()), int64(g.src.intn(1000))
+	case k < 25:
+		e.Op = OpSessionHeartbeat
+	case k < 29:
+		e.Op = OpSessionKill
+	case k < 67:
+		e.Op, e.Lock, e.Owner, e.Req = OpFlock, g.pick(genLocks()), g.pick(genOwners()), g.req()
+		switch g.src.intn(6) {
+		case 0, 1:
+			e.Wait = NoWait
+		case 2:
+			e.Wait = 0
+		default:
+			e.Wait = 10 * (1 + int64(g.src.intn(40)))
+		}
+		e.Limit = int64(g.src.intn(3))
+		g.waitID++
+		e.WaitID = g.waitID
+		if g.misuse && g.src.intn(8) == 0 {
+			e.WaitID = g.waitID - uint64(g.src.intn(8)) // may be 0 or live elsewhere
+		}
+	case k < 89:
+		e.Op, e.Lock, e.Owner, e.Req = OpFunlock, g.pick(genLocks()), g.pick(genOwners()), g.req()
+		if g.src.intn(3) == 0 {
+			e.Fence = g.token(e.Lock)
+		}
+	case k < 95:
+		e = Entry{Op: OpCancelWait, Time: g.time, WaitID: g.waitID - uint64(g.src.intn(6))}
+	default:
+		e = Entry{Op: OpForceUnlock, Time: g.time, Lock: g.pick(genLocks())}
+		e.Fence = g.token(e.Lock)
+	}
+	return g.index, e
+}
+
+// smallConfig makes every bound reachable by gen.
+func smallConfig() Config {
+	return Config{MaxSessions: 4, MaxLocksPerSession: 2, MaxWaitersPerLock: 3, ReqMemory: 4}
+}
+
+// compareReads checks every read of s against the model at time now.
+func compareReads(s *State, m *model, now int64) error {
+	for _, l := range genLocks() {
+		if got, want := s.LockInfo(l, now), m.lockInfo(l, now); !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("LockInfo(%s) = %+v, model %+v", l, got, want)
+		}
+		if got, want := s.Fence(l, "", "", false), m.fence(l, "", "", false); !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("Fence(%s) = %+v, model %+v", l, got, want)
+		}
+		for _, id := range genSessions() {
+			for _, o := range genOwners() {
+				if got, want := s.Fence(l, id, o, true), m.fence(l, id, o, true); !reflect.DeepEqual(got, want) {
+					return fmt.Errorf("Fence(%s, %s, %q) = %+v, model %+v", l, id, o, got, want)
+				}
+			}
+		}
+	}
+	for _, id := range genSessions() {
+		got, gerr := s.SessionInfo(id, now)
+		want, werr := m.sessionInfo(id, now)
+		if gerr != werr || !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("SessionInfo(%s) = %+v %v, model %+v %v", id, got, gerr, want, werr)
+		}
+	}
+	if got, want := s.Sessions(), m.sessionIDs(); !slices.Equal(got, want) {
+		return fmt.Errorf("Sessions() = %v, model %v", got, want)
+	}
+	if ns, nl := s.Counts(); ns != len(m.sessions) || nl != len(m.locks) {
+		return fmt.Errorf("Counts() = %d, %d, model %d, %d", ns, nl, len(m.sessions), len(m.locks))
+	}
+	gd, gok := s.NextDeadline()
+	wd, wok := m.nextDeadline()
+	if gd != wd || gok != wok {
+		return fmt.Errorf("NextDeadline() = %d %v, model %d %v", gd, gok, wd, wok)
+	}
+	if s.Time() != m.time {
+		return fmt.Errorf("Time() = %d, model %d", s.Time(), m.time)
+	}
+	return nil
+}

@@ -1,0 +1,173 @@
+package lockstate
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Load adds one persisted record, as written through Writer, to a State that
+// holds no entries applied yet. It is called in key order (at start-up and
+// after a snapshot restore) and rebuilds every index, so that the loaded
+// State behaves and hashes exactly as the one that wrote the records.
+func (s *State) Load(key, value []byte) error {
+	if err := s.load(string(key), value); err != nil {
+		return fmt.Errorf("lockstate: record %q: %w", key, err)
+	}
+	return nil
+}
+
+var errLoadOrder = errors.New("record out of key order or duplicated")
+
+func (s *State) load(k string, value []byte) error {
+	r := reader{b: value}
+	if v := r.byte(); r.err == nil && v != recordVersion {
+		return fmt.Errorf("unknown record version %d", v)
+	}
+	switch {
+	case k == timeKey:
+		t := r.varint()
+		if err := r.done(); err != nil {
+			return err
+		}
+		if t == 0 {
+			return errors.New("zero time is not stored")
+		}
+		s.time = t
+	case strings.HasPrefix(k, prefixSession):
+		return s.loadSession(k[len(prefixSession):], &r)
+	case strings.HasPrefix(k, prefixLock):
+		return s.loadLock(k[len(prefixLock):], &r)
+	case strings.HasPrefix(k, prefixWaiter):
+		return s.loadWaiter(k[len(prefixWaiter):], &r)
+	case strings.HasPrefix(k, prefixMemo):
+		return s.loadMemo(k[len(prefixMemo):], &r)
+	default:
+		return errors.New("unknown key")
+	}
+	return nil
+}
+
+func (s *State) loadSession(id string, r *reader) error {
+	ss := &session{id: id, name: r.str(), ttl: r.varint(), created: r.varint()}
+	deadline := r.varint()
+	ss.nextSeq = r.uvarint()
+	if err := r.done(); err != nil {
+		return err
+	}
+	if s.sessions[id] != nil {
+		return errLoadOrder
+	}
+	ss.timer.sess = ss
+	s.sessions[id] = ss
+	s.schedule(&ss.timer, deadline)
+	return nil
+}
+
+func (s *State) loadLock(name string, r *reader) error {
+	l := &lock{name: name, session: r.str(), owner: r.str(), count: r.varint(), limit: r.varint(), token: r.varint()}
+	if err := r.done(); err != nil {
+		return err
+	}
+	if l.count < 1 {
+		return errors.New("a held lock needs a count >= 1")
+	}
+	if s.locks[name] != nil {
+		return errLoadOrder
+	}
+	s.locks[name] = l
+	s.refsOf(l.session).held[name] = struct{}{}
+	return nil
+}
+
+func (s *State) loadWaiter(rest string, r *reader) error {
+	name, pos, ok := splitSeqKey(rest)
+	if !ok {
+		return errors.New("malformed waiter key")
+	}
+	w := &waiter{pos: pos, session: r.str(), owner: r.str(), req: r.str(), limit: r.varint()}
+	var deadline int64
+	switch r.byte() {
+	case 0:
+	case 1:
+		w.timed = true
+		deadline = r.varint()
+	default:
+		r.fail(errors.New("bad deadline flag"))
+	}
+	n := r.uvarint()
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		w.waitIDs = append(w.waitIDs, r.uvarint())
+	}
+	if err := r.done(); err != nil {
+		return err
+	}
+	l := s.locks[name]
+	if l == nil {
+		return errors.New("waiter of a lock that is not held")
+	}
+	if q := l.queue; len(q) > 0 && q[len(q)-1].pos >= pos {
+		return errLoadOrder
+	}
+	for i, id := range w.waitIDs {
+		if id == 0 || s.waitIDs[id] != nil || slices.Contains(w.waitIDs[:i], id) {
+			return fmt.Errorf("wait id %d zero or in use", id)
+		}
+	}
+	k := sessReq{w.session, w.req}
+	if w.req != "" && s.reqWaits[k] != nil {
+		return errors.New("two waiters for one request")
+	}
+	w.lock = l
+	w.timer.wait = w
+	l.queue = append(l.queue, w)
+	for _, id := range w.waitIDs {
+		s.waitIDs[id] = w
+	}
+	if w.req != "" {
+		s.reqWaits[k] = w
+	}
+	if w.timed {
+		s.schedule(&w.timer, deadline)
+	}
+	s.refsOf(w.session).waiting[name]++
+	return nil
+}
+
+func (s *State) loadMemo(rest string, r *reader) error {
+	id, seq, ok := splitSeqKey(rest)
+	if !ok {
+		return errors.New("malformed memo key")
+	}
+	m := &memo{session: id, seq: seq, req: r.str()}
+	switch r.byte() {
+	case memoInt:
+		m.int = r.varint()
+	case memoNull:
+		m.null = true
+	case memoErr:
+		if m.err = codeErr(r.byte()); m.err == nil && r.err == nil {
+			r.fail(errors.New("unknown error code"))
+		}
+	default:
+		r.fail(errors.New("bad result kind"))
+	}
+	if err := r.done(); err != nil {
+		return err
+	}
+	if m.req == "" {
+		return errors.New("memo without a request id")
+	}
+	k := sessReq{id, m.req}
+	if s.memos[k] != nil {
+		return errors.New("two memos for one request")
+	}
+	rf := s.refsOf(id)
+	if n := len(rf.memos); n > 0 && rf.memos[n-1].seq >= seq {
+		return errLoadOrder
+	}
+	rf.memos = append(rf.memos, m)
+	s.memos[k] = m
+	return nil
+}

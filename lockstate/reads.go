@@ -1,0 +1,74 @@
+package lockstate
+
+import "slices"
+
+// Reads. The caller passes now, the leader's current cluster time (>= Time()),
+// for the remaining-time fields. They report the state as applied: a
+// deadline that has passed takes effect with the next entry (the leader's
+// tick), so Remaining is then 0 rather than the session being gone.
+
+// Fence answers FENCE. Without an owner: the holder's token, or Null when
+// the lock is free. With one: its token, ErrNoSession if the session is not
+// open, or ErrNotOwner if that owner doesn't hold the lock.
+func (s *State) Fence(lock, session, owner string, withOwner bool) Result {
+	l := s.locks[lock]
+	if !withOwner {
+		if l == nil {
+			return Result{Null: true}
+		}
+		return Result{Int: l.token}
+	}
+	if s.sessions[session] == nil {
+		return Result{Err: ErrNoSession}
+	}
+	if l == nil || l.session != session || l.owner != owner {
+		return Result{Err: ErrNotOwner}
+	}
+	return Result{Int: l.token}
+}
+
+// LockInfo answers LOCK.INFO. A free lock is the zero LockInfo.
+func (s *State) LockInfo(lock string, now int64) LockInfo {
+	l := s.locks[lock]
+	if l == nil {
+		return LockInfo{}
+	}
+	info := LockInfo{Holder: l.session, Owner: l.owner, Count: l.count, Limit: l.limit, Token: l.token}
+	for _, w := range l.queue {
+		rem := int64(-1)
+		if w.timed {
+			rem = max(0, w.timer.deadline-now)
+		}
+		info.Waiters = append(info.Waiters, WaiterInfo{Session: w.session, Owner: w.owner, Remaining: rem})
+	}
+	return info
+}
+
+// SessionInfo answers SESSION.INFO, or ErrNoSession.
+func (s *State) SessionInfo(id string, now int64) (SessionInfo, error) {
+	ss := s.sessions[id]
+	if ss == nil {
+		return SessionInfo{}, ErrNoSession
+	}
+	info := SessionInfo{ID: id, Name: ss.name, TTL: ss.ttl, Remaining: max(0, ss.timer.deadline-now), Created: ss.created}
+	if rf := s.refs[id]; rf != nil && len(rf.held) > 0 {
+		info.Held = sortedKeys(rf.held)
+	}
+	if rf := s.refs[id]; rf != nil && len(rf.waiting) > 0 {
+		info.Waiting = sortedKeys(rf.waiting)
+	}
+	return info, nil
+}
+
+// Sessions returns the open session ids, sorted.
+func (s *State) Sessions() []string {
+	ids := make([]string, 0, len(s.sessions))
+	for id := range s.sessions {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Counts returns the number of open sessions and of held locks.
+func (s *State) Counts() (sessions, locks int) { return len(s.sessions), len(s.locks) }

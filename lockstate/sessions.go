@@ -1,0 +1,77 @@
+package lockstate
+
+import "slices"
+
+func (s *State) openSession(e Entry, now int64) Result {
+	if _, ok := s.sessions[e.Session]; ok {
+		return Result{Err: ErrSessionExists}
+	}
+	if len(s.sessions) >= s.cfg.MaxSessions {
+		return Result{Err: ErrTooManySessions}
+	}
+	ss := &session{id: e.Session, name: e.Name, ttl: e.TTL, created: e.Created}
+	ss.timer.sess = ss
+	s.sessions[ss.id] = ss
+	s.schedule(&ss.timer, addSat(now, ss.ttl))
+	s.markDirty(sessionKey(ss.id))
+	return Result{Str: ss.id}
+}
+
+func (s *State) heartbeat(e Entry, now int64) Result {
+	ss := s.sessions[e.Session]
+	if ss == nil {
+		return Result{Err: ErrNoSession}
+	}
+	s.renew(ss, now)
+	return Result{Int: ss.ttl}
+}
+
+func (s *State) killSession(e Entry) Result {
+	ss := s.sessions[e.Session]
+	if ss == nil {
+		return Result{}
+	}
+	s.endSession(ss)
+	return Result{Int: 1}
+}
+
+// renew moves the session's deadline to a full TTL after now.
+func (s *State) renew(ss *session, now int64) {
+	d := addSat(now, ss.ttl)
+	if d == ss.timer.deadline {
+		return
+	}
+	s.schedule(&ss.timer, d)
+	s.markDirty(sessionKey(ss.id))
+}
+
+// endSession closes a session, by SESSION.KILL or by expiry: its waits are
+// answered ErrNoSession, then its locks are released with their full count
+// and handed on (lock names in order), and its memory of requests is dropped.
+// The waits go first so that no lock is handed back to the ending session.
+func (s *State) endSession(ss *session) {
+	delete(s.sessions, ss.id)
+	s.unschedule(&ss.timer)
+	s.markDirty(sessionKey(ss.id))
+	r := s.refs[ss.id]
+	if r == nil {
+		return
+	}
+	for _, name := range sortedKeys(r.waiting) {
+		l := s.locks[name]
+		for _, w := range slices.Clone(l.queue) {
+			if w.session == ss.id {
+				s.removeWaiter(w)
+				s.wake(w, Result{Err: ErrNoSession})
+			}
+		}
+	}
+	for _, name := range sortedKeys(r.held) {
+		s.release(s.locks[name])
+	}
+	for _, m := range r.memos {
+		delete(s.memos, sessReq{m.session, m.req})
+		s.markDirty(memoKey(m.session, m.seq))
+	}
+	delete(s.refs, ss.id)
+}

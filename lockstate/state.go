@@ -1,0 +1,230 @@
+package lockstate
+
+import (
+	"math"
+	"slices"
+)
+
+// State is the replicated lock state. Apply and Load modify it and must not
+// run concurrently with anything else; the reads (Records and Hash too)
+// only read it, so they may run concurrently with one another.
+type State struct {
+	cfg  Config
+	time int64 // cluster time of the last applied entry
+
+	sessions map[string]*session
+	locks    map[string]*lock // held locks only: a free lock has no record
+	refs     map[string]*refs // per-session indexes, derived from the records
+	memos    map[sessReq]*memo
+	reqWaits map[sessReq]*waiter // queued FLOCKs that carry a REQ
+	waitIDs  map[uint64]*waiter
+	timers   timerHeap
+
+	// Scratch of the Apply in progress.
+	index uint64              // log index of the entry; the token of its grants
+	now   int64               // cluster time of the entry
+	dirty map[string]struct{} // keys of records changed by this entry
+	wakes []Wake
+	buf   []byte
+}
+
+// session is the record of an open session.
+type session struct {
+	id      string
+	name    string
+	ttl     int64
+	created int64
+	nextSeq uint64 // seq of the next memo, so memos evict in FIFO order
+	timer   timer  // its deadline is the session's expiry
+}
+
+// lock is the record of a held lock. Its queue is kept in separate waiter
+// records so that joining a long queue doesn't rewrite it.
+type lock struct {
+	name    string
+	session string // holder
+	owner   string
+	count   int64 // reentrant holds, >= 1
+	limit   int64 // reentrancy limit of this ownership; <= 0 = none
+	token   int64 // log index of the entry that granted this ownership
+	queue   []*waiter
+}
+
+// waiter is a queued FLOCK. pos orders the queue: the log index at which it
+// joined, so FIFO is log order.
+type waiter struct {
+	lock    *lock
+	pos     uint64
+	session string
+	owner   string
+	req     string
+	limit   int64    // the LIMIT it asked with, for its ownership
+	timed   bool     // WAIT > 0: timer holds the deadline
+	waitIDs []uint64 // who to answer: the original FLOCK and its retries
+	timer   timer
+}
+
+// memo is the remembered final answer to a request (session, req). There
+// may be ReqMemory of them per session, so it keeps only what an answer
+// needs rather than a whole Result.
+type memo struct {
+	session string
+	req     string
+	seq     uint64
+	err     error
+	null    bool
+	int     int64
+}
+
+func (m *memo) result() Result { return Result{Err: m.err, Null: m.null, Int: m.int} }
+
+// refs indexes what a session is involved in, so ending it touches only its
+// own locks, waits and memos.
+type refs struct {
+	held    map[string]struct{} // lock names held by any of its owners
+	waiting map[string]int      // lock name -> its queued FLOCKs there
+	memos   []*memo             // ascending seq: the FIFO of remembered requests
+}
+
+type sessReq struct{ session, req string }
+
+// New returns an empty State. Config fields <= 0 take DefaultConfig's value.
+func New(cfg Config) *State {
+	d := DefaultConfig()
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = d.MaxSessions
+	}
+	if cfg.MaxLocksPerSession <= 0 {
+		cfg.MaxLocksPerSession = d.MaxLocksPerSession
+	}
+	if cfg.MaxWaitersPerLock <= 0 {
+		cfg.MaxWaitersPerLock = d.MaxWaitersPerLock
+	}
+	if cfg.ReqMemory <= 0 {
+		cfg.ReqMemory = d.ReqMemory
+	}
+	return &State{
+		cfg:      cfg,
+		sessions: make(map[string]*session),
+		locks:    make(map[string]*lock),
+		refs:     make(map[string]*refs),
+		memos:    make(map[sessReq]*memo),
+		reqWaits: make(map[sessReq]*waiter),
+		waitIDs:  make(map[uint64]*waiter),
+		dirty:    make(map[string]struct{}),
+	}
+}
+
+// Apply applies e, the entry at Raft log index index, and writes every record
+// it changed to w (Set for new or changed records, Delete for removed ones),
+// in ascending key order. Decided outcomes, errors included, are in the
+// Result; the returned error is only a Writer error, after which the State
+// no longer matches what was written and must be discarded.
+//
+// Indexes must increase from one call to the next: they are the tokens.
+func (s *State) Apply(index uint64, e Entry, w Writer) (Result, error) {
+	s.index = index
+	// Time never goes backwards: a new leader's clock, or a stale proposal,
+	// cannot undo an expiry or stretch a deadline already passed.
+	now := max(e.Time, s.time)
+	s.now = now
+	if now != s.time {
+		s.time = now
+		s.markDirty(timeKey)
+	}
+	s.expire(now)
+
+	var r Result
+	switch e.Op {
+	case OpTick:
+	case OpSessionOpen:
+		r = s.openSession(e, now)
+	case OpSessionHeartbeat:
+		r = s.heartbeat(e, now)
+	case OpSessionKill:
+		r = s.killSession(e)
+	case OpFlock:
+		r = s.flock(e, now)
+	case OpFunlock:
+		r = s.funlock(e, now)
+	case OpCancelWait:
+		r = s.cancelWait(e)
+	case OpForceUnlock:
+		r = s.forceUnlock(e)
+	default:
+		r = Result{Err: ErrBadEntry}
+	}
+	r.Wakes = s.wakes
+	s.wakes = nil
+	return r, s.flush(w)
+}
+
+// Time returns the cluster time of the last applied entry (0 when empty).
+func (s *State) Time() int64 { return s.time }
+
+// NextDeadline returns the earliest pending session or wait deadline, in
+// cluster ms: the time at which the leader should propose a tick.
+func (s *State) NextDeadline() (int64, bool) {
+	if len(s.timers) == 0 {
+		return 0, false
+	}
+	return s.timers[0].deadline, true
+}
+
+func (s *State) markDirty(key string) { s.dirty[key] = struct{}{} }
+
+// flush writes the changed records in key order, so the Writer sees the same
+// sequence on every replica.
+func (s *State) flush(w Writer) error {
+	keys := make([]string, 0, len(s.dirty))
+	for k := range s.dirty {
+		keys = append(keys, k)
+	}
+	clear(s.dirty)
+	slices.Sort(keys)
+	for _, k := range keys {
+		v, ok := s.lookup(s.buf[:0], k)
+		s.buf = v
+		var err error
+		if ok {
+			err = w.Set([]byte(k), v)
+		} else {
+			err = w.Delete([]byte(k))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refsOf returns the indexes of session id, creating them.
+func (s *State) refsOf(id string) *refs {
+	r := s.refs[id]
+	if r == nil {
+		r = &refs{held: make(map[string]struct{}), waiting: make(map[string]int)}
+		s.refs[id] = r
+	}
+	return r
+}
+
+// addSat adds a duration to a time, saturating, so a huge TTL or WAIT means
+// "very late" rather than wrapping into the past.
+func addSat(t, d int64) int64 {
+	if d > 0 && t > math.MaxInt64-d {
+		return math.MaxInt64
+	}
+	if d < 0 && t < math.MinInt64-d {
+		return math.MinInt64
+	}
+	return t + d
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

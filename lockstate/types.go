@@ -1,0 +1,150 @@
+// Package lockstate is fenced's replicated state machine: sessions, fenced
+// locks, FIFO waiters and the request-id memory that makes retries exactly
+// once.
+//
+// It is pure and deterministic. It never reads a clock, never draws a random
+// number and never lets map order reach its output: the cluster time, session
+// ids and wait ids all arrive inside the Entry being applied, and the Raft log
+// index of that entry is the fencing token of any grant it makes. Two States
+// that apply the same entries at the same indexes hold the same records and
+// hash the same. It imports only the standard library; raftstore adapts it to
+// hashicorp/raft and persists its records in Pebble through Writer.
+package lockstate
+
+import "errors"
+
+// Errors returned in Result.Err. Each is a decided outcome: the entry was
+// applied and this is its answer. The server maps them to RESP error codes.
+var (
+	// ErrNoSession is returned when a command names a session that is
+	// unknown, expired or killed, and to waiters of a session that ends.
+	ErrNoSession = errors.New("lockstate: session expired; its locks were released")
+	// ErrNotOwner is returned by FUNLOCK and FENCE when the owner does not
+	// hold the lock.
+	ErrNotOwner = errors.New("lockstate: not the owner of the lock")
+	// ErrLimit is returned by a reentrant FLOCK whose owner has reached the
+	// ownership's reentrancy limit. The hold count is unchanged.
+	ErrLimit = errors.New("lockstate: reentrancy limit reached")
+	// ErrStaleFence is returned by FUNLOCK FENCE and LOCK.FORCEUNLOCK when the
+	// token is not the current ownership's token.
+	ErrStaleFence = errors.New("lockstate: fencing token is not the current one")
+	// ErrCancelled answers a waiting FLOCK that was replaced by a newer FLOCK
+	// of the same owner on the same lock.
+	ErrCancelled = errors.New("lockstate: wait cancelled by a newer request of the same owner")
+	// ErrTooManySessions, ErrTooManyLocks and ErrTooManyWaiters are the
+	// configured bounds of Config.
+	ErrTooManySessions = errors.New("lockstate: too many sessions")
+	ErrTooManyLocks    = errors.New("lockstate: too many locks held by this session")
+	ErrTooManyWaiters  = errors.New("lockstate: too many waiters on this lock")
+	// ErrSessionExists is returned by SESSION.OPEN when the proposed id is
+	// already in use (the leader draws 128 random bits, so this means a bug
+	// or a replayed proposal).
+	ErrSessionExists = errors.New("lockstate: session id already exists")
+	// ErrBadEntry is wrapped by DecodeEntry for bytes that are not an entry.
+	ErrBadEntry = errors.New("lockstate: malformed entry")
+)
+
+// Op is the kind of an Entry.
+type Op uint8
+
+// The ops. Their numeric values are part of the log format: never reorder.
+const (
+	OpTick             Op = 1 // advances cluster time; due deadlines take effect
+	OpSessionOpen      Op = 2 // Session, TTL, Name, Created
+	OpSessionHeartbeat Op = 3 // Session
+	OpSessionKill      Op = 4 // Session
+	OpFlock            Op = 5 // Lock, Session, Owner, Wait, Limit, Req, WaitID
+	OpFunlock          Op = 6 // Lock, Session, Owner, Fence, Req
+	OpCancelWait       Op = 7 // WaitID: the waiting connection went away
+	OpForceUnlock      Op = 8 // Lock, Fence
+)
+
+// NoWait is Entry.Wait for a FLOCK without WAIT: answer null at once when the
+// lock is held by another owner. Wait 0 waits without deadline; Wait > 0 is a
+// deadline in ms after the entry's time.
+const NoWait = -1
+
+// Entry is one state change, as proposed by the leader. Fields that an op
+// does not use are zero.
+type Entry struct {
+	Op      Op
+	Time    int64  // cluster time in ms, stamped by the proposer
+	Session string // session id (32 lowercase hex characters)
+	Name    string // SESSION.OPEN NAME label
+	TTL     int64  // SESSION.OPEN TTL in ms
+	Created int64  // SESSION.OPEN wall-clock unix ms, a label only
+	Lock    string
+	Owner   string // owner tag; "" is the default owner of a session
+	Wait    int64  // NoWait, 0 (forever) or ms
+	Limit   int64  // reentrancy limit for a new ownership; 0 = unlimited
+	Req     string // request id for exactly-once retries; "" = none
+	Fence   int64  // FUNLOCK FENCE / LOCK.FORCEUNLOCK token; 0 = not given
+	WaitID  uint64 // proposer-chosen id that a waiting FLOCK is answered under
+}
+
+// Result is the answer to an applied entry.
+type Result struct {
+	Err    error  // a decided error (the sentinels above), or nil
+	Null   bool   // null reply (lock held without WAIT, FENCE of a free lock, timed-out wait)
+	Int    int64  // token, hold count, TTL or 0/1
+	Str    string // SESSION.OPEN: the session id
+	Queued bool   // FLOCK joined the queue: the answer arrives later as a Wake for WaitID
+	// Wakes answers waiting FLOCKs that this entry resolved (granted, timed
+	// out, cancelled, session ended), in a deterministic order.
+	Wakes []Wake
+}
+
+// Wake answers a queued FLOCK: WaitID is the id its proposer chose.
+type Wake struct {
+	WaitID uint64
+	Result Result // Int = token, or Null (timed out), or Err
+}
+
+// Writer receives the records an Apply changed, within the caller's batch.
+// Keys and values must be copied if retained.
+type Writer interface {
+	Set(key, value []byte) error
+	Delete(key []byte) error
+}
+
+// Config bounds the state. Every replica must use the same Config.
+type Config struct {
+	MaxSessions        int // open sessions
+	MaxLocksPerSession int // locks held by one session
+	MaxWaitersPerLock  int // queued FLOCKs on one lock
+	ReqMemory          int // request ids remembered per session (at least 1000)
+}
+
+// DefaultConfig returns the bounds used when none are configured.
+func DefaultConfig() Config {
+	return Config{MaxSessions: 1 << 20, MaxLocksPerSession: 1 << 16, MaxWaitersPerLock: 1 << 16, ReqMemory: 1000}
+}
+
+// LockInfo describes a lock for LOCK.INFO. A free lock has Holder == "" and
+// Count == 0.
+type LockInfo struct {
+	Holder  string
+	Owner   string
+	Count   int64
+	Limit   int64
+	Token   int64
+	Waiters []WaiterInfo // queue order
+}
+
+// WaiterInfo is one queued FLOCK. Remaining is -1 for WAIT 0 (no deadline).
+type WaiterInfo struct {
+	Session   string
+	Owner     string
+	Remaining int64
+}
+
+// SessionInfo describes a session for SESSION.INFO.
+type SessionInfo struct {
+	ID        string
+	Name      string
+	TTL       int64
+	Remaining int64
+	Created   int64    // wall-clock unix ms label
+	Held      []string // sorted lock names
+	Waiting   []string // sorted lock names
+}

@@ -1,0 +1,169 @@
+package raftstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/hashicorp/raft"
+
+	"github.com/fenced/fenced/lockstate"
+)
+
+// appliedKey holds the index of the last applied log entry. It is written in
+// the same batch as the state that entry produced, so after a crash the two
+// agree and replayed entries at or below it are skipped.
+var appliedKey = []byte{prefixMeta, 'a'}
+
+// Observer hears about applied entries on this node. It is called after the
+// batch is committed, outside the state lock, in log order.
+type Observer interface {
+	Applied(time int64, wakes []lockstate.Wake)
+}
+
+// fsm adapts lockstate.State to raft.BatchingFSM: it decodes entries,
+// delegates, and commits each batch of entries as one Pebble batch.
+type fsm struct {
+	db  *pebble.DB
+	cfg lockstate.Config
+	obs Observer
+
+	mu      sync.RWMutex // guards state and applied
+	state   *lockstate.State
+	applied uint64
+}
+
+var _ raft.BatchingFSM = (*fsm)(nil)
+
+func newFSM(db *pebble.DB, cfg lockstate.Config, obs Observer) (*fsm, error) {
+	f := &fsm{db: db, cfg: cfg, obs: obs}
+	if err := f.load(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// load rebuilds the in-memory state from the state-machine records in Pebble.
+func (f *fsm) load() error {
+	st := lockstate.New(f.cfg)
+	it, err := f.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixFSM}, UpperBound: []byte{prefixFSM + 1}})
+	if err != nil {
+		return fmt.Errorf("raftstore: load state: %w", err)
+	}
+	for it.First(); it.Valid(); it.Next() {
+		if err := st.Load(it.Key()[1:], it.Value()); err != nil {
+			it.Close()
+			return fmt.Errorf("raftstore: load state record %q: %w", it.Key(), err)
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("raftstore: load state: %w", err)
+	}
+	applied, err := getUint64(f.db, appliedKey)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.state, f.applied = st, applied
+	f.mu.Unlock()
+	return nil
+}
+
+func getUint64(r pebble.Reader, key []byte) (uint64, error) {
+	v, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("raftstore: read %q: %w", key, err)
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return 0, fmt.Errorf("raftstore: corrupt %q", key)
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// batchWriter puts the state machine's records under the FSM prefix.
+type batchWriter struct {
+	b   *pebble.Batch
+	key []byte
+}
+
+func (w *batchWriter) prefixed(k []byte) []byte {
+	w.key = append(append(w.key[:0], prefixFSM), k...)
+	return w.key
+}
+
+func (w *batchWriter) Set(k, v []byte) error       { return w.b.Set(w.prefixed(k), v, nil) }
+func (w *batchWriter) Delete(k []byte) error       { return w.b.Delete(w.prefixed(k), nil) }
+func (f *fsm) Apply(l *raft.Log) interface{}       { return f.ApplyBatch([]*raft.Log{l})[0] }
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) { return f.snapshot() }
+
+// ApplyBatch applies committed entries as one Pebble batch. A decode or
+// storage failure panics: the log is corrupt or the disk failed, and a
+// replica that skipped an entry would diverge silently (hashicorp/raft#307).
+func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
+	out := make([]interface{}, len(logs))
+	var wakes []lockstate.Wake
+	var last int64
+	f.mu.Lock()
+	b := f.db.NewBatch()
+	w := &batchWriter{b: b}
+	applied := f.applied
+	for i, l := range logs {
+		if l.Index <= applied {
+			continue // replayed after a restart: already in the state
+		}
+		applied = l.Index
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		e, err := lockstate.DecodeEntry(l.Data)
+		if err != nil {
+			panic(fmt.Sprintf("raftstore: entry %d: %v", l.Index, err))
+		}
+		res, err := f.state.Apply(l.Index, e, w)
+		if err != nil {
+			panic(fmt.Sprintf("raftstore: apply entry %d: %v", l.Index, err))
+		}
+		wakes = append(wakes, res.Wakes...)
+		last = f.state.Time()
+		out[i] = &res
+	}
+	if applied != f.applied {
+		var v [8]byte
+		binary.BigEndian.PutUint64(v[:], applied)
+		if err := b.Set(appliedKey, v[:], nil); err != nil {
+			panic(fmt.Sprintf("raftstore: batch: %v", err))
+		}
+		// NoSync: the Raft log was fsynced before these entries committed
+		// and shares this WAL, so a crash loses at most entries that will be
+		// replayed from the log.
+		if err := b.Commit(pebble.NoSync); err != nil {
+			panic(fmt.Sprintf("raftstore: commit batch: %v", err))
+		}
+		f.applied = applied
+	}
+	b.Close()
+	f.mu.Unlock()
+	if f.obs != nil && last != 0 {
+		f.obs.Applied(last, wakes)
+	}
+	return out
+}
+
+// read runs fn with the state under the read lock.
+func (f *fsm) read(fn func(*lockstate.State)) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	fn(f.state)
+}
+
+func (f *fsm) appliedIndex() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.applied
+}

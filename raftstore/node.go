@@ -1,0 +1,400 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/fenced/fenced/lockstate"
+)
+
+// Errors returned by Propose and Read. The first three mean nothing was
+// applied, so a retry is safe; ErrUncertain means the outcome is unknown.
+var (
+	// ErrNoLeader is returned when the cluster has no leader.
+	ErrNoLeader = errors.New("raftstore: no leader")
+	// ErrNotLeader is returned by a node that is not the leader.
+	ErrNotLeader = errors.New("raftstore: not the leader")
+	// ErrNotReady is returned by a new leader before it applied its term's
+	// barrier, and by a node that is shutting down before it proposed.
+	ErrNotReady = errors.New("raftstore: leader not ready")
+	// ErrUncertain is returned when the entry may or may not have been
+	// committed: leadership was lost after it was proposed.
+	ErrUncertain = errors.New("raftstore: outcome unknown")
+)
+
+// Clock stamps proposed entries with the cluster time.
+type Clock interface{ Now() int64 }
+
+// Config configures a Node.
+type Config struct {
+	ID        string
+	RaftAddr  string // listen and advertise address of the Raft transport
+	Dir       string // data directory
+	Bootstrap bool   // start a new single-voter cluster if there is no state
+	State     lockstate.Config
+	Clock     Clock
+	Observer  Observer
+	Logger    *slog.Logger
+
+	// Raft timing; zero values take the defaults below.
+	HeartbeatTimeout  time.Duration
+	ElectionTimeout   time.Duration
+	SnapshotThreshold uint64
+	TrailingLogs      uint64
+	ApplyTimeout      time.Duration // how long Propose waits to enqueue
+}
+
+func (c *Config) setDefaults() {
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = 500 * time.Millisecond
+	}
+	if c.ElectionTimeout == 0 {
+		c.ElectionTimeout = 500 * time.Millisecond
+	}
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = 16384
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = 10240
+	}
+	if c.ApplyTimeout == 0 {
+		c.ApplyTimeout = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// Node is one member of the Raft cluster with its Pebble storage.
+type Node struct {
+	cfg       Config
+	db        *pebble.DB
+	logs      *LogStore
+	raft      *raft.Raft
+	trans     *raft.NetworkTransport
+	fsm       *fsm
+	readyTerm atomic.Uint64 // term whose barrier this node applied as leader
+
+	appliedMu sync.Mutex
+	appliedCh chan struct{} // closed and replaced after every applied batch
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// Open opens (or creates) the node's storage, replays nothing that is
+// already applied, and starts Raft.
+func Open(cfg Config) (*Node, error) {
+	cfg.setDefaults()
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("raftstore: data dir: %w", err)
+	}
+	db, err := OpenDB(filepath.Join(cfg.Dir, "pebble"))
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, db: db, appliedCh: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	if err := n.open(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	go n.watchLeadership()
+	return n, nil
+}
+
+func (n *Node) open() error {
+	cfg := n.cfg
+	var err error
+	if n.logs, err = NewLogStore(n.db); err != nil {
+		return err
+	}
+	if n.fsm, err = newFSM(n.db, cfg.State, observerFunc(n.applied)); err != nil {
+		return err
+	}
+	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, hlog)
+	if err != nil {
+		return fmt.Errorf("raftstore: snapshot store: %w", err)
+	}
+	if err := n.restoreNewerSnapshot(snaps); err != nil {
+		return err
+	}
+	addr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+	if err != nil {
+		return fmt.Errorf("raftstore: raft address %q: %w", cfg.RaftAddr, err)
+	}
+	var advertise net.Addr = addr
+	if addr.Port == 0 {
+		advertise = nil // advertise the port the listener gets (tests use port 0)
+	}
+	if n.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, 4, 10*time.Second, hlog); err != nil {
+		return fmt.Errorf("raftstore: raft transport: %w", err)
+	}
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.Logger = hlog
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout / 2
+	rc.CommitTimeout = 5 * time.Millisecond
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.BatchApplyCh = true
+	rc.MaxAppendEntries = 512
+	// The state machine is durable in Pebble with its applied index, so a
+	// restart replays only the log entries after it instead of restoring
+	// the last snapshot first.
+	rc.NoSnapshotRestoreOnStart = true
+	cache, err := raft.NewLogCache(4096, n.logs)
+	if err != nil {
+		return fmt.Errorf("raftstore: log cache: %w", err)
+	}
+	existing, err := raft.HasExistingState(cache, n.logs, snaps)
+	if err != nil {
+		return fmt.Errorf("raftstore: %w", err)
+	}
+	if n.raft, err = raft.NewRaft(rc, n.fsm, cache, n.logs, snaps, n.trans); err != nil {
+		n.trans.Close()
+		return fmt.Errorf("raftstore: start raft: %w", err)
+	}
+	if !existing && cfg.Bootstrap {
+		conf := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: n.trans.LocalAddr()}}}
+		if err := n.raft.BootstrapCluster(conf).Error(); err != nil {
+			n.raft.Shutdown()
+			n.trans.Close()
+			return fmt.Errorf("raftstore: bootstrap: %w", err)
+		}
+	}
+	return nil
+}
+
+// restoreNewerSnapshot covers the state machine's writes being lost after
+// the last snapshot was taken (they are synced before it is, so this means
+// a damaged or replaced data directory): raft would skip to the snapshot
+// index, so the state must be brought there first.
+func (n *Node) restoreNewerSnapshot(snaps raft.SnapshotStore) error {
+	list, err := snaps.List()
+	if err != nil || len(list) == 0 {
+		return err
+	}
+	if list[0].Index <= n.fsm.appliedIndex() {
+		return nil
+	}
+	_, rc, err := snaps.Open(list[0].ID)
+	if err != nil {
+		return fmt.Errorf("raftstore: open snapshot: %w", err)
+	}
+	return n.fsm.Restore(rc)
+}
+
+type observerFunc func(int64, []lockstate.Wake)
+
+func (f observerFunc) Applied(t int64, w []lockstate.Wake) { f(t, w) }
+
+func (n *Node) applied(t int64, wakes []lockstate.Wake) {
+	n.appliedMu.Lock()
+	close(n.appliedCh)
+	n.appliedCh = make(chan struct{})
+	n.appliedMu.Unlock()
+	if n.cfg.Observer != nil {
+		n.cfg.Observer.Applied(t, wakes)
+	}
+}
+
+// watchLeadership marks the node ready once, as leader of a term, it has
+// applied a barrier: only then does its state include every entry committed
+// by earlier leaders, so reads and ticks are safe.
+func (n *Node) watchLeadership() {
+	defer close(n.done)
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-n.raft.LeaderCh():
+		case <-t.C:
+		}
+		if n.raft.State() != raft.Leader {
+			continue
+		}
+		term := n.raft.CurrentTerm()
+		if n.readyTerm.Load() == term {
+			continue
+		}
+		if err := n.raft.Barrier(n.cfg.ElectionTimeout * 4).Error(); err != nil {
+			n.cfg.Logger.Warn("leader barrier failed", "err", err)
+			continue
+		}
+		n.readyTerm.Store(term)
+		n.cfg.Logger.Info("leader ready", "term", term)
+		if n.cfg.Observer != nil {
+			n.cfg.Observer.Applied(n.LastTime(), nil) // let the ticker look at deadlines
+		}
+	}
+}
+
+// CanPropose reports whether this node leads and has applied its barrier.
+func (n *Node) CanPropose() bool {
+	return n.raft.State() == raft.Leader && n.readyTerm.Load() == n.raft.CurrentTerm()
+}
+
+func (n *Node) notReady() error {
+	if n.raft.State() == raft.Leader {
+		return ErrNotReady
+	}
+	if addr, _ := n.raft.LeaderWithID(); addr == "" {
+		return ErrNoLeader
+	}
+	return ErrNotLeader
+}
+
+// Propose stamps e with the cluster time, commits it through Raft and
+// returns its result once applied on this node.
+func (n *Node) Propose(ctx context.Context, e lockstate.Entry) (lockstate.Result, error) {
+	if !n.CanPropose() {
+		return lockstate.Result{}, n.notReady()
+	}
+	e.Time = n.cfg.Clock.Now()
+	f := n.raft.Apply(e.Encode(nil), n.cfg.ApplyTimeout)
+	if err := f.Error(); err != nil {
+		switch {
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+			return lockstate.Result{}, n.notReady()
+		case errors.Is(err, raft.ErrEnqueueTimeout):
+			return lockstate.Result{}, fmt.Errorf("%w: %v", ErrNotReady, err)
+		default: // ErrLeadershipLost, ErrRaftShutdown after enqueue
+			return lockstate.Result{}, fmt.Errorf("%w: %v", ErrUncertain, err)
+		}
+	}
+	res, ok := f.Response().(*lockstate.Result)
+	if !ok || res == nil {
+		return lockstate.Result{}, fmt.Errorf("%w: entry %d had no result", ErrUncertain, f.Index())
+	}
+	return *res, nil
+}
+
+// Tick proposes a tick entry (session package).
+func (n *Node) Tick(ctx context.Context) error {
+	_, err := n.Propose(ctx, lockstate.Entry{Op: lockstate.OpTick})
+	return err
+}
+
+// Read runs fn on state that reflects every entry committed before Read was
+// called (a linearizable read): the leader captures its commit index,
+// confirms with a quorum that it still leads, and waits until it has
+// applied that index. now is the current cluster time.
+func (n *Node) Read(ctx context.Context, fn func(st *lockstate.State, now int64)) error {
+	if !n.CanPropose() {
+		return n.notReady()
+	}
+	idx := n.raft.CommitIndex()
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return n.notReady()
+	}
+	if err := n.waitApplied(ctx, idx); err != nil {
+		return err
+	}
+	now := n.cfg.Clock.Now()
+	n.fsm.read(func(st *lockstate.State) { fn(st, now) })
+	return nil
+}
+
+func (n *Node) waitApplied(ctx context.Context, idx uint64) error {
+	for {
+		n.appliedMu.Lock()
+		ch := n.appliedCh
+		n.appliedMu.Unlock()
+		if n.fsm.appliedIndex() >= idx {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %v", ErrNotReady, ctx.Err())
+		}
+	}
+}
+
+// NextDeadline reports the state machine's earliest pending deadline.
+func (n *Node) NextDeadline() (d int64, ok bool) {
+	n.fsm.read(func(st *lockstate.State) { d, ok = st.NextDeadline() })
+	return d, ok
+}
+
+// LastTime is the cluster time of the last applied entry.
+func (n *Node) LastTime() (t int64) {
+	n.fsm.read(func(st *lockstate.State) { t = st.Time() })
+	return t
+}
+
+// Local runs fn on this node's applied state without any leadership check:
+// for INFO and tests, never for answers that must be linearizable.
+func (n *Node) Local(fn func(st *lockstate.State)) { n.fsm.read(fn) }
+
+// Snapshot takes a snapshot now; raft then truncates the log, keeping
+// TrailingLogs entries.
+func (n *Node) Snapshot() error {
+	if err := n.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		return fmt.Errorf("raftstore: snapshot: %w", err)
+	}
+	return nil
+}
+
+// RaftAddr is the address the Raft transport listens on.
+func (n *Node) RaftAddr() string { return string(n.trans.LocalAddr()) }
+
+// Status describes the node for INFO and ROLE.
+type Status struct {
+	ID, State, Leader, LeaderID string
+	Term, CommitIndex, Applied  uint64
+	LastIndex, FirstIndex       uint64
+	Peers                       int
+	LastContact                 time.Time
+}
+
+// Status returns the node's Raft status.
+func (n *Node) Status() Status {
+	leader, leaderID := n.raft.LeaderWithID()
+	s := Status{
+		ID: n.cfg.ID, State: n.raft.State().String(), Leader: string(leader), LeaderID: string(leaderID),
+		Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(), Applied: n.fsm.appliedIndex(),
+		LastIndex: n.raft.LastIndex(), LastContact: n.raft.LastContact(),
+	}
+	s.FirstIndex, _ = n.logs.FirstIndex()
+	if f := n.raft.GetConfiguration(); f.Error() == nil {
+		s.Peers = len(f.Configuration().Servers)
+	}
+	return s
+}
+
+// Close shuts Raft down and closes the storage. Applied state is durable
+// through the synced log; the final flush makes restarts replay nothing.
+func (n *Node) Close() error {
+	close(n.stop)
+	<-n.done
+	err := n.raft.Shutdown().Error()
+	if cerr := n.trans.Close(); err == nil {
+		err = cerr
+	}
+	if ferr := n.db.Flush(); err == nil {
+		err = ferr
+	}
+	if cerr := n.db.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

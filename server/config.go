@@ -1,0 +1,167 @@
+// Package server wires fenced together: it opens the Raft node, starts the
+// cluster clock and ticker, and serves RESP connections by dispatching each
+// command of the command table to its handler. It owns the mapping of
+// errors to RESP codes and the per-node registry of waiting FLOCKs.
+package server
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/fenced/fenced/lockstate"
+	"github.com/fenced/fenced/resp"
+)
+
+// ErrConfig is wrapped by every configuration error.
+var ErrConfig = errors.New("server: invalid configuration")
+
+// Config is a node's configuration. The zero value is not valid; start from
+// DefaultConfig.
+type Config struct {
+	ID          string        // node id, never reused
+	Listen      string        // client (RESP) address
+	RaftAddr    string        // Raft address
+	Data        string        // data directory
+	Bootstrap   bool          // start a new cluster if the data directory is empty
+	Join        string        // client address of a member to join
+	Metrics     string        // HTTP address for /metrics, /healthz, /readyz; "" = off
+	ClockOffset time.Duration // shifts this node's wall clock (tests only)
+
+	DefaultTTL time.Duration // SESSION.OPEN without TTL
+	MinTTL     time.Duration
+	MaxTTL     time.Duration
+	MaxConns   int
+	Limits     resp.Limits
+	State      lockstate.Config
+	Logger     *slog.Logger
+}
+
+// DefaultConfig returns the configuration of `fenced` with no flags: a
+// single node on 127.0.0.1:6379 with its data under ./fenced-data.
+func DefaultConfig() Config {
+	return Config{
+		ID:         "node1",
+		Listen:     "127.0.0.1:6379",
+		RaftAddr:   "127.0.0.1:7379",
+		Data:       "./fenced-data",
+		Bootstrap:  true,
+		DefaultTTL: 10 * time.Second,
+		MinTTL:     500 * time.Millisecond,
+		MaxTTL:     24 * time.Hour,
+		MaxConns:   10000,
+		Limits:     resp.DefaultLimits(),
+		State:      lockstate.DefaultConfig(),
+	}
+}
+
+// Validate reports the first invalid field, naming it and its bound.
+func (c Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
+	}
+	switch {
+	case c.ID == "" || strings.ContainsAny(c.ID, " \t\r\n"):
+		return bad("--id must be a non-empty word, got %q", c.ID)
+	case c.Data == "":
+		return bad("--data must not be empty")
+	case c.MinTTL <= 0 || c.MaxTTL < c.MinTTL:
+		return bad("TTL bounds must satisfy 0 < min (%v) <= max (%v)", c.MinTTL, c.MaxTTL)
+	case c.DefaultTTL < c.MinTTL || c.DefaultTTL > c.MaxTTL:
+		return bad("default TTL %v is outside [%v, %v]", c.DefaultTTL, c.MinTTL, c.MaxTTL)
+	case c.MaxConns <= 0:
+		return bad("max connections must be positive")
+	case c.Join != "":
+		return bad("--join: joining a cluster is not supported by this version yet")
+	}
+	for _, a := range []struct{ flag, addr string }{{"--listen", c.Listen}, {"--raft-addr", c.RaftAddr}} {
+		host, _, err := net.SplitHostPort(a.addr)
+		if err != nil {
+			return bad("%s %q: %v", a.flag, a.addr, err)
+		}
+		// Protected mode (SPEC section 7): without authentication, which
+		// this version does not have yet, only loopback is served.
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return bad("%s %q: a non-loopback address needs a password (protected mode)", a.flag, a.addr)
+		}
+	}
+	if c.Metrics != "" {
+		if _, _, err := net.SplitHostPort(c.Metrics); err != nil {
+			return bad("--metrics %q: %v", c.Metrics, err)
+		}
+	}
+	return nil
+}
+
+// ParseFlags turns command-line arguments (without the program name) into a
+// Config: defaults, then the --config file, then the flags. Flags given on
+// the command line win over the file.
+func ParseFlags(args []string, stderr io.Writer) (Config, error) {
+	cfg := DefaultConfig()
+	fs := flag.NewFlagSet("fenced", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configFile := fs.String("config", "", "read flags from `FILE` (lines of \"key value\"; # comments)")
+	fs.StringVar(&cfg.ID, "id", cfg.ID, "node id, never reused")
+	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "client (RESP) `address`")
+	fs.StringVar(&cfg.RaftAddr, "raft-addr", cfg.RaftAddr, "Raft `address`")
+	fs.StringVar(&cfg.Data, "data", cfg.Data, "data `directory`")
+	fs.BoolVar(&cfg.Bootstrap, "bootstrap", cfg.Bootstrap, "start a new cluster with this node as its only voter (default when --data is empty and no --join)")
+	fs.StringVar(&cfg.Join, "join", "", "join the cluster of the member at this client `address`")
+	fs.StringVar(&cfg.Metrics, "metrics", "", "HTTP `address` for /metrics, /healthz, /readyz")
+	fs.DurationVar(&cfg.ClockOffset, "clock-offset", 0, "shift this node's wall clock (tests only; changes no expiry)")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("%w: unexpected argument %q", ErrConfig, fs.Arg(0))
+	}
+	if *configFile != "" {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if err := applyConfigFile(fs, *configFile, set); err != nil {
+			return cfg, err
+		}
+	}
+	if cfg.Join != "" {
+		cfg.Bootstrap = false
+	}
+	return cfg, cfg.Validate()
+}
+
+func applyConfigFile(fs *flag.FlagSet, path string, fromFlags map[string]bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		key, value, _ := strings.Cut(text, " ")
+		key = strings.TrimPrefix(strings.TrimSpace(strings.TrimSuffix(key, "=")), "--")
+		value = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(value), "="))
+		if key == "config" || fs.Lookup(key) == nil {
+			return fmt.Errorf("%w: %s:%d: unknown key %q", ErrConfig, path, line, key)
+		}
+		if fromFlags[key] {
+			continue
+		}
+		if value == "" && key == "bootstrap" {
+			value = "true"
+		}
+		if err := fs.Set(key, value); err != nil {
+			return fmt.Errorf("%w: %s:%d: %s: %v", ErrConfig, path, line, key, err)
+		}
+	}
+	return sc.Err()
+}

@@ -1,0 +1,158 @@
+package server
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/resp"
+)
+
+// Connection commands: they touch the connection or this node only.
+
+func (s *Server) ping(_ *resp.Conn, args [][]byte) resp.Value {
+	switch len(args) {
+	case 1:
+		return resp.SimpleString("PONG")
+	case 2:
+		return resp.Bulk(args[1])
+	}
+	return errorReply(commandArityError("ping"))
+}
+
+func (s *Server) echo(_ *resp.Conn, args [][]byte) resp.Value { return resp.Bulk(args[1]) }
+
+func (s *Server) quit(c *resp.Conn, _ [][]byte) resp.Value {
+	c.CloseAfterReply()
+	return resp.SimpleString("OK")
+}
+
+func (s *Server) reset(c *resp.Conn, _ [][]byte) resp.Value {
+	c.SetProto(2)
+	c.SetName("")
+	return resp.SimpleString("RESET")
+}
+
+func (s *Server) selectCmd(_ *resp.Conn, args [][]byte) resp.Value {
+	n, err := commands.ParseInt(args[1])
+	if err != nil {
+		return errorReply(err)
+	}
+	if n != 0 {
+		return errorReply(ErrDBIndex)
+	}
+	return resp.SimpleString("OK")
+}
+
+// hello implements HELLO [protover [AUTH user pass] [SETNAME name]].
+// Authentication is not configured in this version, so AUTH is accepted
+// like Redis's default user without a password.
+func (s *Server) hello(c *resp.Conn, args [][]byte) resp.Value {
+	proto := c.Proto()
+	if len(args) > 1 {
+		p, err := commands.ParseProto(args[1])
+		if err != nil {
+			return resp.Error("ERR Protocol version is not an integer or out of range")
+		}
+		if p != 2 && p != 3 {
+			return resp.Error("NOPROTO unsupported protocol version")
+		}
+		proto = p
+	}
+	var name *string
+	for i := 2; i < len(args); i++ {
+		switch opt := strings.ToUpper(string(args[i])); {
+		case opt == "AUTH" && i+2 < len(args):
+			i += 2
+		case opt == "SETNAME" && i+1 < len(args):
+			n := string(args[i+1])
+			if !validClientName(n) {
+				return errorReply(ErrClientName)
+			}
+			name = &n
+			i++
+		default:
+			return syntaxError("Syntax error in HELLO option '%s'", opt)
+		}
+	}
+	c.SetProto(proto)
+	if name != nil {
+		c.SetName(*name)
+	}
+	role := "master"
+	if !s.node.CanPropose() {
+		role = "replica"
+	}
+	return resp.Map(
+		resp.BulkString("server"), resp.BulkString("redis"),
+		resp.BulkString("version"), resp.BulkString(redisVersion),
+		resp.BulkString("proto"), resp.Int(int64(proto)),
+		resp.BulkString("id"), resp.Int(c.ID()),
+		resp.BulkString("mode"), resp.BulkString("standalone"),
+		resp.BulkString("role"), resp.BulkString(role),
+		resp.BulkString("modules"), resp.Array(),
+	)
+}
+
+func validClientName(n string) bool {
+	for i := 0; i < len(n); i++ {
+		if n[i] <= ' ' || n[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) client(c *resp.Conn, args [][]byte) resp.Value {
+	sub := strings.ToUpper(string(args[1]))
+	switch {
+	case sub == "SETNAME" && len(args) == 3:
+		if !validClientName(string(args[2])) {
+			return errorReply(ErrClientName)
+		}
+		c.SetName(string(args[2]))
+		return resp.SimpleString("OK")
+	case sub == "GETNAME" && len(args) == 2:
+		if c.Name() == "" {
+			return resp.Null()
+		}
+		return resp.BulkString(c.Name())
+	case sub == "ID" && len(args) == 2:
+		return resp.Int(c.ID())
+	case sub == "SETINFO" && len(args) == 4:
+		attr := strings.ToUpper(string(args[2]))
+		if attr != "LIB-NAME" && attr != "LIB-VER" {
+			return syntaxError("Unrecognized option '%s'", args[2])
+		}
+		return resp.SimpleString("OK")
+	case sub == "INFO" && len(args) == 2:
+		return resp.BulkString(s.clientLine(c) + "\n")
+	case sub == "SETNAME" || sub == "GETNAME" || sub == "ID" || sub == "SETINFO" || sub == "INFO":
+		return errorReply(commandArityError("client|" + strings.ToLower(sub)))
+	}
+	return syntaxError("unknown subcommand '%s'. Try CLIENT HELP.", commandsClip(args[1]))
+}
+
+func (s *Server) clientLine(c *resp.Conn) string {
+	return "id=" + strconv.FormatInt(c.ID(), 10) + " addr=" + c.RemoteAddr() + " name=" + c.Name() +
+		" db=0 resp=" + strconv.Itoa(c.Proto())
+}
+
+func (s *Server) time(_ *resp.Conn, _ [][]byte) resp.Value {
+	now := s.wallNow()
+	return resp.Array(
+		resp.BulkString(strconv.FormatInt(now.Unix(), 10)),
+		resp.BulkString(strconv.FormatInt(int64(now.Nanosecond()/1000), 10)),
+	)
+}
+
+func commandArityError(name string) error {
+	return wrapArity(name)
+}
+
+func commandsClip(b []byte) string {
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	return string(b)
+}

@@ -1,0 +1,71 @@
+package server
+
+import (
+	"fmt"
+
+	"errors"
+	"github.com/fenced/fenced/commands"
+	"strings"
+
+	"github.com/fenced/fenced/lockstate"
+	"github.com/fenced/fenced/raftstore"
+	"github.com/fenced/fenced/resp"
+)
+
+// Errors of the server itself.
+var (
+	// ErrTTLRange is returned by SESSION.OPEN for a TTL outside the
+	// configured bounds.
+	ErrTTLRange = errors.New("server: TTL out of range")
+	// ErrDBIndex is returned by SELECT of a database other than 0.
+	ErrDBIndex = errors.New("server: DB index is out of range")
+	// ErrNoProto is returned by HELLO with a protocol other than 2 or 3.
+	ErrNoProto = errors.New("server: unsupported protocol version")
+	// ErrSubcommand is returned for an unknown subcommand.
+	ErrSubcommand = errors.New("server: unknown subcommand")
+	// ErrClientName is returned by CLIENT SETNAME for a name with spaces.
+	ErrClientName = errors.New("server: Client names cannot contain spaces, newlines or special characters.")
+)
+
+// errorCodes is the one table from errors to RESP error codes (SPEC
+// section 6). The order matters only for errors that wrap two sentinels;
+// anything not listed is "ERR".
+var errorCodes = []struct {
+	err  error
+	code string
+}{
+	{raftstore.ErrUncertain, "UNCERTAIN"},
+	{raftstore.ErrNoLeader, "CLUSTERDOWN"},
+	{raftstore.ErrNotLeader, "TRYAGAIN"},
+	{raftstore.ErrNotReady, "TRYAGAIN"},
+	{lockstate.ErrNoSession, "NOSESSION"},
+	{lockstate.ErrNotOwner, "NOTOWNER"},
+	{lockstate.ErrLimit, "LIMIT"},
+	{lockstate.ErrStaleFence, "STALEFENCE"},
+	{lockstate.ErrCancelled, "CANCELLED"},
+	{ErrNoProto, "NOPROTO"},
+}
+
+// packagePrefixes are stripped from messages: clients see "ERR syntax
+// error", not the Go package that produced it.
+var packagePrefixes = []string{"commands: ", "lockstate: ", "raftstore: ", "server: "}
+
+// errorReply turns an error into a RESP error reply.
+func errorReply(err error) resp.Value {
+	code := "ERR"
+	for _, ec := range errorCodes {
+		if errors.Is(err, ec.err) {
+			code = ec.code
+			break
+		}
+	}
+	msg := err.Error()
+	for _, p := range packagePrefixes {
+		msg = strings.ReplaceAll(msg, p, "")
+	}
+	return resp.Error(code + " " + msg)
+}
+
+func wrapArity(name string) error {
+	return fmt.Errorf("%w for '%s' command", commands.ErrArity, name)
+}

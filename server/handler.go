@@ -1,0 +1,95 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fenced/fenced/lockstate"
+	"github.com/fenced/fenced/resp"
+)
+
+type handlerFunc func(c *resp.Conn, args [][]byte) resp.Value
+
+// handlers maps every command of the table to its handler; a test checks
+// that the two agree.
+func (s *Server) handlers() map[string]handlerFunc {
+	return map[string]handlerFunc{
+		"flock":             s.flock,
+		"funlock":           s.funlock,
+		"fence":             s.fence,
+		"lock.info":         s.lockInfo,
+		"lock.forceunlock":  s.forceUnlock,
+		"session.open":      s.sessionOpen,
+		"session.heartbeat": s.sessionHeartbeat,
+		"session.kill":      s.sessionKill,
+		"session.info":      s.sessionInfo,
+		"session.list":      s.sessionList,
+		"type":              s.typeCmd,
+		"dbsize":            s.dbsize,
+		"raft.snapshot":     s.raftSnapshot,
+		"raft.status":       s.raftStatus,
+		"ping":              s.ping,
+		"echo":              s.echo,
+		"hello":             s.hello,
+		"select":            s.selectCmd,
+		"quit":              s.quit,
+		"reset":             s.reset,
+		"client":            s.client,
+		"command":           s.command,
+		"info":              s.info,
+		"time":              s.time,
+		"role":              s.role,
+	}
+}
+
+// ServeRESP dispatches one command: the table checks the name and arity
+// once, here, and the handler parses the rest.
+func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
+	s.stats.commands.Add(1)
+	spec, err := s.table.Check(args)
+	var v resp.Value
+	if err != nil {
+		v = errorReply(err)
+	} else {
+		v = s.cmds[spec.Name](c, args)
+	}
+	if v.IsError() {
+		s.stats.errors.Add(1)
+	}
+	return v
+}
+
+// propose commits e and turns its result into a reply.
+func (s *Server) propose(ctx context.Context, e lockstate.Entry) resp.Value {
+	res, err := s.node.Propose(ctx, e)
+	if err != nil {
+		return errorReply(err)
+	}
+	return resultReply(res)
+}
+
+func resultReply(r lockstate.Result) resp.Value {
+	switch {
+	case r.Err != nil:
+		return errorReply(r.Err)
+	case r.Null:
+		return resp.Null()
+	case r.Str != "":
+		return resp.BulkString(r.Str)
+	default:
+		return resp.Int(r.Int)
+	}
+}
+
+// read runs fn as a linearizable read and returns its reply.
+func (s *Server) read(ctx context.Context, fn func(st *lockstate.State, now int64) resp.Value) resp.Value {
+	var v resp.Value
+	if err := s.node.Read(ctx, func(st *lockstate.State, now int64) { v = fn(st, now) }); err != nil {
+		return errorReply(err)
+	}
+	return v
+}
+
+func syntaxError(format string, args ...any) resp.Value {
+	return resp.Error("ERR " + fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,212 @@
+package server
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/lockstate"
+	"github.com/fenced/fenced/resp"
+)
+
+// Version is fenced's version; redisVersion is the Redis version whose
+// commands and replies it follows, reported to clients that check it.
+const (
+	Version      = "0.1.0"
+	redisVersion = "7.4.0"
+)
+
+var infoSections = []string{"server", "clients", "persistence", "stats", "keyspace", "raft"}
+
+// info implements INFO [section ...]; ioredis requires loading:0.
+func (s *Server) info(c *resp.Conn, args [][]byte) resp.Value {
+	want := map[string]bool{}
+	for _, a := range args[1:] {
+		sec := strings.ToLower(string(a))
+		if sec == "all" || sec == "everything" || sec == "default" {
+			for _, n := range infoSections {
+				want[n] = true
+			}
+		}
+		want[sec] = true
+	}
+	if len(args) == 1 {
+		for _, n := range infoSections {
+			want[n] = true
+		}
+	}
+	var b strings.Builder
+	for _, sec := range infoSections {
+		if !want[sec] {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		fmt.Fprintf(&b, "# %s\r\n", strings.ToUpper(sec[:1])+sec[1:])
+		for _, kv := range s.infoSection(sec) {
+			fmt.Fprintf(&b, "%s:%s\r\n", kv[0], kv[1])
+		}
+	}
+	if c.Proto() == 3 {
+		return resp.Verbatim("txt", b.String())
+	}
+	return resp.BulkString(b.String())
+}
+
+func (s *Server) infoSection(sec string) [][2]string {
+	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
+	utoa := func(n uint64) string { return strconv.FormatUint(n, 10) }
+	switch sec {
+	case "server":
+		_, port, _ := net.SplitHostPort(s.ln.Addr().String())
+		up := time.Since(s.started)
+		return [][2]string{
+			{"redis_version", redisVersion}, {"fenced_version", Version}, {"redis_mode", "standalone"},
+			{"os", runtime.GOOS + " " + runtime.GOARCH}, {"go_version", runtime.Version()},
+			{"process_id", strconv.Itoa(os.Getpid())}, {"run_id", s.cfg.ID}, {"tcp_port", port},
+			{"uptime_in_seconds", itoa(int64(up.Seconds()))}, {"uptime_in_days", itoa(int64(up.Hours() / 24))},
+		}
+	case "clients":
+		return [][2]string{{"connected_clients", strconv.Itoa(s.rs.NumConns())}, {"maxclients", strconv.Itoa(s.cfg.MaxConns)}}
+	case "persistence":
+		return [][2]string{{"loading", "0"}, {"aof_enabled", "0"}, {"raft_log_fsync", "always"}}
+	case "stats":
+		return [][2]string{
+			{"total_commands_processed", itoa(s.stats.commands.Load())},
+			{"total_error_replies", itoa(s.stats.errors.Load())},
+		}
+	case "keyspace":
+		var sessions, locks int
+		s.node.Local(func(st *lockstate.State) { sessions, locks = st.Counts() })
+		out := [][2]string{{"sessions", strconv.Itoa(sessions)}}
+		if locks > 0 {
+			out = append(out, [2]string{"db0", fmt.Sprintf("keys=%d,expires=0,avg_ttl=0", locks)})
+		}
+		return out
+	case "raft":
+		st := s.node.Status()
+		contact := "never"
+		if st.State == "Leader" {
+			contact = "0"
+		} else if !st.LastContact.IsZero() {
+			contact = itoa(time.Since(st.LastContact).Milliseconds())
+		}
+		return [][2]string{
+			{"raft_node_id", st.ID}, {"raft_role", strings.ToLower(st.State)}, {"raft_term", utoa(st.Term)},
+			{"raft_leader", st.Leader}, {"raft_leader_id", st.LeaderID},
+			{"raft_commit_index", utoa(st.CommitIndex)}, {"raft_applied_index", utoa(st.Applied)},
+			{"raft_first_index", utoa(st.FirstIndex)}, {"raft_last_index", utoa(st.LastIndex)},
+			{"raft_peers", strconv.Itoa(st.Peers)}, {"raft_last_contact_ms", contact},
+		}
+	}
+	return nil
+}
+
+// role implements ROLE in Redis's shape: the leader is the master.
+func (s *Server) role(_ *resp.Conn, _ [][]byte) resp.Value {
+	st := s.node.Status()
+	if st.State == "Leader" {
+		return resp.Array(resp.BulkString("master"), resp.Int(int64(st.Applied)), resp.Array())
+	}
+	host, port, _ := net.SplitHostPort(st.Leader)
+	p, _ := strconv.Atoi(port)
+	state := "connected"
+	if st.Leader == "" {
+		state = "connect"
+	}
+	return resp.Array(resp.BulkString("slave"), resp.BulkString(host), resp.Int(int64(p)), resp.BulkString(state), resp.Int(int64(st.Applied)))
+}
+
+func (s *Server) raftSnapshot(_ *resp.Conn, _ [][]byte) resp.Value {
+	if err := s.node.Snapshot(); err != nil {
+		return errorReply(err)
+	}
+	return resp.SimpleString("OK")
+}
+
+func (s *Server) raftStatus(_ *resp.Conn, _ [][]byte) resp.Value {
+	var kvs []resp.Value
+	for _, kv := range s.infoSection("raft") {
+		kvs = append(kvs, resp.BulkString(strings.TrimPrefix(kv[0], "raft_")), resp.BulkString(kv[1]))
+	}
+	return resp.Map(kvs...)
+}
+
+// command implements COMMAND, COMMAND COUNT, COMMAND DOCS and COMMAND INFO
+// from the command table.
+func (s *Server) command(_ *resp.Conn, args [][]byte) resp.Value {
+	all := s.table.All()
+	if len(args) == 1 {
+		vs := make([]resp.Value, len(all))
+		for i, spec := range all {
+			vs[i] = commandInfo(spec)
+		}
+		return resp.Array(vs...)
+	}
+	switch strings.ToUpper(string(args[1])) {
+	case "COUNT":
+		return resp.Int(int64(len(all)))
+	case "INFO":
+		vs := make([]resp.Value, 0, len(args)-2)
+		for _, name := range args[2:] {
+			if spec, ok := s.table.Lookup(name); ok {
+				vs = append(vs, commandInfo(spec))
+			} else {
+				vs = append(vs, resp.NullArray())
+			}
+		}
+		return resp.Array(vs...)
+	case "DOCS":
+		specs := all
+		if len(args) > 2 {
+			specs = nil
+			for _, name := range args[2:] {
+				if spec, ok := s.table.Lookup(name); ok {
+					specs = append(specs, spec)
+				}
+			}
+		}
+		var kvs []resp.Value
+		for _, spec := range specs {
+			kvs = append(kvs, resp.BulkString(spec.Name), resp.Map(
+				resp.BulkString("summary"), resp.BulkString(spec.Summary),
+				resp.BulkString("since"), resp.BulkString("0.1.0"),
+				resp.BulkString("group"), resp.BulkString(commandGroup(spec)),
+				resp.BulkString("syntax"), resp.BulkString(strings.TrimSpace(strings.ToUpper(spec.Name)+" "+spec.Args)),
+			))
+		}
+		return resp.Map(kvs...)
+	}
+	return syntaxError("unknown subcommand '%s'. Try COMMAND HELP.", commandsClip(args[1]))
+}
+
+func commandGroup(spec *commands.Spec) string {
+	if spec.Has(commands.Conn) {
+		return "connection"
+	}
+	return "fenced"
+}
+
+func commandInfo(spec *commands.Spec) resp.Value {
+	var flags []resp.Value
+	for _, f := range []struct {
+		flag commands.Flags
+		name string
+	}{{commands.Write, "write"}, {commands.Read, "readonly"}, {commands.Admin, "admin"}, {commands.Blocking, "blocking"}, {commands.NoAuth, "no_auth"}} {
+		if spec.Has(f.flag) {
+			flags = append(flags, resp.SimpleString(f.name))
+		}
+	}
+	first := int64(0) // key position, for clients that route by key
+	if (spec.Has(commands.Write) || spec.Has(commands.Read)) && spec.Arity != 1 && spec.Arity != -1 && !strings.HasPrefix(spec.Name, "session.") {
+		first = 1
+	}
+	return resp.Array(resp.BulkString(spec.Name), resp.Int(int64(spec.Arity)), resp.Array(flags...),
+		resp.Int(first), resp.Int(first), resp.Int(first))
+}

@@ -1,0 +1,119 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/lockstate"
+	"github.com/fenced/fenced/resp"
+)
+
+func (s *Server) flock(c *resp.Conn, args [][]byte) resp.Value {
+	r, err := commands.ParseFlock(args)
+	if err != nil {
+		return errorReply(err)
+	}
+	e := lockstate.Entry{Op: lockstate.OpFlock, Lock: r.Lock, Session: r.Session, Owner: r.Owner, Wait: r.Wait, Limit: r.Limit, Req: r.Req}
+	if r.Wait == commands.NoWait {
+		e.Wait = lockstate.NoWait
+		return s.propose(c.Context(), e)
+	}
+	// Register before proposing: the grant may be applied before Propose
+	// returns.
+	id, answer := s.waits.register()
+	defer s.waits.unregister(id)
+	e.WaitID = id
+	res, err := s.node.Propose(c.Context(), e)
+	if err != nil {
+		return errorReply(err)
+	}
+	if !res.Queued {
+		return resultReply(res)
+	}
+	select {
+	case r := <-answer:
+		return resultReply(r)
+	case <-c.Context().Done():
+		// The client is gone: take its request out of the queue so the lock
+		// is not handed to a connection that will never see it. This goes
+		// through Raft like every change.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := s.node.Propose(ctx, lockstate.Entry{Op: lockstate.OpCancelWait, WaitID: id}); err != nil {
+			s.log.Warn("cancel wait of closed connection", "err", err)
+		}
+		return resp.Null()
+	}
+}
+
+func (s *Server) funlock(c *resp.Conn, args [][]byte) resp.Value {
+	r, err := commands.ParseFunlock(args)
+	if err != nil {
+		return errorReply(err)
+	}
+	return s.propose(c.Context(), lockstate.Entry{Op: lockstate.OpFunlock, Lock: r.Lock, Session: r.Session, Owner: r.Owner, Fence: r.Fence, Req: r.Req})
+}
+
+func (s *Server) forceUnlock(c *resp.Conn, args [][]byte) resp.Value {
+	r, err := commands.ParseForceUnlock(args)
+	if err != nil {
+		return errorReply(err)
+	}
+	return s.propose(c.Context(), lockstate.Entry{Op: lockstate.OpForceUnlock, Lock: r.Lock, Fence: r.Token})
+}
+
+func (s *Server) fence(c *resp.Conn, args [][]byte) resp.Value {
+	r, err := commands.ParseFence(args)
+	if err != nil {
+		return errorReply(err)
+	}
+	return s.read(c.Context(), func(st *lockstate.State, _ int64) resp.Value {
+		return resultReply(st.Fence(r.Lock, r.Session, r.Owner, r.WithOwner))
+	})
+}
+
+func (s *Server) lockInfo(c *resp.Conn, args [][]byte) resp.Value {
+	name := string(args[1])
+	return s.read(c.Context(), func(st *lockstate.State, now int64) resp.Value {
+		li := st.LockInfo(name, now)
+		waiters := make([]resp.Value, len(li.Waiters))
+		for i, w := range li.Waiters {
+			waiters[i] = resp.Map(
+				resp.BulkString("session"), resp.BulkString(w.Session),
+				resp.BulkString("owner"), resp.BulkString(w.Owner),
+				resp.BulkString("remaining"), resp.Int(w.Remaining),
+			)
+		}
+		holder, owner, token := resp.Null(), resp.Null(), resp.Null()
+		if li.Holder != "" {
+			holder, owner, token = resp.BulkString(li.Holder), resp.BulkString(li.Owner), resp.Int(li.Token)
+		}
+		return resp.Map(
+			resp.BulkString("holder"), holder,
+			resp.BulkString("owner"), owner,
+			resp.BulkString("count"), resp.Int(li.Count),
+			resp.BulkString("limit"), resp.Int(li.Limit),
+			resp.BulkString("token"), token,
+			resp.BulkString("waiters"), resp.Array(waiters...),
+		)
+	})
+}
+
+func (s *Server) typeCmd(c *resp.Conn, args [][]byte) resp.Value {
+	name := string(args[1])
+	return s.read(c.Context(), func(st *lockstate.State, now int64) resp.Value {
+		li := st.LockInfo(name, now)
+		if li.Holder == "" && len(li.Waiters) == 0 {
+			return resp.SimpleString("none")
+		}
+		return resp.SimpleString("fencedlock")
+	})
+}
+
+func (s *Server) dbsize(c *resp.Conn, _ [][]byte) resp.Value {
+	return s.read(c.Context(), func(st *lockstate.State, _ int64) resp.Value {
+		_, locks := st.Counts()
+		return resp.Int(int64(locks))
+	})
+}

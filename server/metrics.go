@@ -1,0 +1,50 @@
+package server
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+)
+
+// stats are the node's counters, shown by INFO stats and /metrics.
+type stats struct {
+	commands    atomic.Int64
+	errors      atomic.Int64
+	connections atomic.Int64
+}
+
+func (s *Server) serveMetrics() (*http.Server, error) {
+	ln, err := net.Listen("tcp", s.cfg.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("server: metrics listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		st := s.node.Status()
+		if st.Leader == "" {
+			http.Error(w, "no leader", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
+		st := s.node.Status()
+		leader := 0
+		if s.node.CanPropose() {
+			leader = 1
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprintf(w, "# TYPE fenced_commands_total counter\nfenced_commands_total %d\n", s.stats.commands.Load())
+		fmt.Fprintf(w, "# TYPE fenced_command_errors_total counter\nfenced_command_errors_total %d\n", s.stats.errors.Load())
+		fmt.Fprintf(w, "# TYPE fenced_connections gauge\nfenced_connections %d\n", s.rs.NumConns())
+		fmt.Fprintf(w, "# TYPE fenced_raft_leader gauge\nfenced_raft_leader %d\n", leader)
+		fmt.Fprintf(w, "# TYPE fenced_raft_term gauge\nfenced_raft_term %d\n", st.Term)
+		fmt.Fprintf(w, "# TYPE fenced_raft_applied_index gauge\nfenced_raft_applied_index %d\n", st.Applied)
+		fmt.Fprintf(w, "# TYPE fenced_raft_commit_index gauge\nfenced_raft_commit_index %d\n", st.CommitIndex)
+	})
+	hs := &http.Server{Handler: mux}
+	go hs.Serve(ln)
+	return hs, nil
+}

@@ -1,0 +1,139 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/lockstate"
+	"github.com/fenced/fenced/raftstore"
+	"github.com/fenced/fenced/resp"
+	"github.com/fenced/fenced/session"
+)
+
+// Server is one running fenced node.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	node    *raftstore.Node
+	clock   *session.Clock
+	ticker  *session.Ticker
+	waits   *waits
+	table   *commands.Table
+	rs      *resp.Server
+	ln      net.Listener
+	started time.Time
+	stats   stats
+	cmds    map[string]handlerFunc
+}
+
+// Start opens the node and starts serving clients on cfg.Listen. It
+// returns once the listener is bound; Addr tells where.
+func Start(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, waits: newWaits(), table: commands.New(), started: time.Now()}
+	s.clock = session.NewClock(0)
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("server: listen: %w", err)
+	}
+	s.ln = ln
+	node, err := raftstore.Open(raftstore.Config{
+		ID: cfg.ID, RaftAddr: cfg.RaftAddr, Dir: cfg.Data, Bootstrap: cfg.Bootstrap,
+		State: cfg.State, Clock: s.clock, Observer: s, Logger: cfg.Logger,
+	})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s.node = node
+	// Continue the cluster clock from the last applied entry: time spent
+	// down does not count towards any TTL.
+	s.clock.Observe(node.LastTime())
+	s.ticker = session.NewTicker(node, s.clock, cfg.Logger)
+	s.cmds = s.handlers()
+	s.rs = &resp.Server{Handler: s, Limits: cfg.Limits, MaxConns: cfg.MaxConns, Logger: cfg.Logger}
+	return s, nil
+}
+
+// Addr is the address clients connect to.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Applied is the raftstore.Observer: it advances the clock, answers waiting
+// FLOCKs and wakes the ticker.
+func (s *Server) Applied(t int64, wakes []lockstate.Wake) {
+	s.clock.Observe(t)
+	s.waits.deliver(wakes)
+	s.ticker.Kick()
+}
+
+// Serve runs until ctx is cancelled, then shuts down gracefully: stop
+// accepting, finish in-flight commands, close Raft and Pebble. Sessions are
+// not killed by a shutdown.
+func (s *Server) Serve(ctx context.Context) error {
+	tctx, stopTicker := context.WithCancel(context.Background())
+	tickerDone := make(chan struct{})
+	go func() { defer close(tickerDone); s.ticker.Run(tctx) }()
+	var metrics *http.Server
+	if s.cfg.Metrics != "" {
+		m, err := s.serveMetrics()
+		if err != nil {
+			stopTicker()
+			<-tickerDone
+			s.node.Close()
+			s.ln.Close()
+			return err
+		}
+		metrics = m
+	}
+	s.log.Info("fenced serving", "listen", s.ln.Addr().String(), "raft", s.node.RaftAddr(), "data", s.cfg.Data, "id", s.cfg.ID)
+	errc := make(chan error, 1)
+	go func() { errc <- s.rs.Serve(s.ln) }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if serr := s.rs.Shutdown(sctx); serr != nil && !errors.Is(serr, resp.ErrServerClosed) {
+		s.log.Warn("shutdown", "err", serr)
+	}
+	if metrics != nil {
+		metrics.Shutdown(sctx)
+	}
+	stopTicker()
+	<-tickerDone
+	if cerr := s.node.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if errors.Is(err, resp.ErrServerClosed) {
+		err = nil
+	}
+	s.log.Info("fenced stopped")
+	return err
+}
+
+// Run starts a node with cfg and serves until ctx is cancelled.
+func Run(ctx context.Context, cfg Config) error {
+	s, err := Start(cfg)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx)
+}
+
+// wallNow is this node's wall clock, shifted by --clock-offset. It labels
+// things (created-at, TIME); it never decides an expiry.
+func (s *Server) wallNow() time.Time { return time.Now().Add(s.cfg.ClockOffset) }

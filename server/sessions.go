@@ -1,0 +1,75 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/lockstate"
+	"github.com/fenced/fenced/resp"
+)
+
+func (s *Server) sessionOpen(c *resp.Conn, args [][]byte) resp.Value {
+	r, err := commands.ParseSessionOpen(args)
+	if err != nil {
+		return errorReply(err)
+	}
+	ttl := s.cfg.DefaultTTL.Milliseconds()
+	if r.TTL != 0 {
+		ttl = r.TTL
+	}
+	if ttl < s.cfg.MinTTL.Milliseconds() || ttl > s.cfg.MaxTTL.Milliseconds() {
+		return errorReply(fmt.Errorf("%w: TTL must be between %d and %d ms", ErrTTLRange, s.cfg.MinTTL.Milliseconds(), s.cfg.MaxTTL.Milliseconds()))
+	}
+	// 128 random bits drawn by the proposing node: the state machine never
+	// draws randomness, and one client cannot guess another's session.
+	var id [16]byte
+	rand.Read(id[:])
+	return s.propose(c.Context(), lockstate.Entry{
+		Op: lockstate.OpSessionOpen, Session: hex.EncodeToString(id[:]), TTL: ttl, Name: r.Name,
+		Created: s.wallNow().UnixMilli(),
+	})
+}
+
+func (s *Server) sessionHeartbeat(c *resp.Conn, args [][]byte) resp.Value {
+	return s.propose(c.Context(), lockstate.Entry{Op: lockstate.OpSessionHeartbeat, Session: string(args[1])})
+}
+
+func (s *Server) sessionKill(c *resp.Conn, args [][]byte) resp.Value {
+	return s.propose(c.Context(), lockstate.Entry{Op: lockstate.OpSessionKill, Session: string(args[1])})
+}
+
+func (s *Server) sessionInfo(c *resp.Conn, args [][]byte) resp.Value {
+	id := string(args[1])
+	return s.read(c.Context(), func(st *lockstate.State, now int64) resp.Value {
+		si, err := st.SessionInfo(id, now)
+		if err != nil {
+			return errorReply(err)
+		}
+		return resp.Map(
+			resp.BulkString("id"), resp.BulkString(si.ID),
+			resp.BulkString("name"), resp.BulkString(si.Name),
+			resp.BulkString("ttl"), resp.Int(si.TTL),
+			resp.BulkString("remaining"), resp.Int(si.Remaining),
+			resp.BulkString("created"), resp.BulkString(time.UnixMilli(si.Created).UTC().Format(time.RFC3339Nano)),
+			resp.BulkString("locks"), stringsArray(si.Held),
+			resp.BulkString("waiting"), stringsArray(si.Waiting),
+		)
+	})
+}
+
+func (s *Server) sessionList(c *resp.Conn, _ [][]byte) resp.Value {
+	return s.read(c.Context(), func(st *lockstate.State, _ int64) resp.Value {
+		return stringsArray(st.Sessions())
+	})
+}
+
+func stringsArray(ss []string) resp.Value {
+	vs := make([]resp.Value, len(ss))
+	for i, s := range ss {
+		vs[i] = resp.BulkString(s)
+	}
+	return resp.Array(vs...)
+}
