@@ -32,7 +32,7 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 lint: ## gofmt, go vet and staticcheck
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt needed"; exit 1; }
 	$(GO) vet $(PKGS)
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 
 bench: build ## start a node and measure FLOCK+FUNLOCK cycles/s and latency for 1, 16 and 64 clients
 	$(GO) run ./bench --bin $(BIN) --contended --json bench-results.json

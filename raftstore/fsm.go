@@ -55,7 +55,7 @@ func (f *fsm) load() error {
 	for it.First(); it.Valid(); it.Next() {
 		if err := st.Load(it.Key()[1:], it.Value()); err != nil {
 			it.Close()
-			return fmt.Errorf("raftstore: load state record %q: %w", it.Key(), err)
+			return fmt.Errorf("raftstore: load state: %w", err)
 		}
 	}
 	if err := it.Close(); err != nil {
@@ -108,7 +108,6 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) { return f.snapshot() }
 func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 	out := make([]interface{}, len(logs))
 	var wakes []lockstate.Wake
-	var last int64
 	f.mu.Lock()
 	b := f.db.NewBatch()
 	w := &batchWriter{b: b}
@@ -130,10 +129,11 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 			panic(fmt.Sprintf("raftstore: apply entry %d: %v", l.Index, err))
 		}
 		wakes = append(wakes, res.Wakes...)
-		last = f.state.Time()
 		out[i] = &res
 	}
-	if applied != f.applied {
+	changed := applied != f.applied
+	last := f.state.Time()
+	if changed {
 		var v [8]byte
 		binary.BigEndian.PutUint64(v[:], applied)
 		if err := b.Set(appliedKey, v[:], nil); err != nil {
@@ -149,7 +149,10 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 	}
 	b.Close()
 	f.mu.Unlock()
-	if f.obs != nil && last != 0 {
+	// Every batch that moved the applied index is reported, including one
+	// of configuration changes only or stamped at time 0: Node.Read waits
+	// on it.
+	if f.obs != nil && changed {
 		f.obs.Applied(last, wakes)
 	}
 	return out

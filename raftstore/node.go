@@ -314,6 +314,7 @@ func (n *Node) Read(ctx context.Context, fn func(st *lockstate.State, now int64)
 }
 
 func (n *Node) waitApplied(ctx context.Context, idx uint64) error {
+	idx = n.lastFSMEntry(idx)
 	for {
 		n.appliedMu.Lock()
 		ch := n.appliedCh
@@ -327,6 +328,28 @@ func (n *Node) waitApplied(ctx context.Context, idx uint64) error {
 			return fmt.Errorf("%w: %v", ErrNotReady, ctx.Err())
 		}
 	}
+}
+
+// lastFSMEntry returns the index of the last entry at or below idx that
+// the state machine applies. Raft hands only commands and configuration
+// changes to the FSM: the no-op of a new leader and the barriers are applied
+// without it, so the FSM's applied index never reaches them, and a read that
+// waited for one (the first read of every term) would wait forever.
+func (n *Node) lastFSMEntry(idx uint64) uint64 {
+	applied := n.fsm.appliedIndex()
+	var l raft.Log
+	for i := idx; i > applied; i-- {
+		if err := n.logs.GetLog(i, &l); err != nil {
+			if errors.Is(err, raft.ErrLogNotFound) {
+				return applied // compacted: in a snapshot the state includes
+			}
+			return idx
+		}
+		if l.Type == raft.LogCommand || l.Type == raft.LogConfiguration {
+			return i
+		}
+	}
+	return applied
 }
 
 // NextDeadline reports the state machine's earliest pending deadline.

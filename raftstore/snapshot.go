@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/hashicorp/raft"
+
+	"github.com/fenced/fenced/lockstate"
 )
 
 // Snapshot stream format, version 1:
@@ -109,19 +112,20 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	b := f.db.NewBatch()
 	defer b.Close()
-	applied, err := readSnapshot(rc, b)
+	// The records are loaded into a new State as they are read, so a
+	// snapshot whose checksum matches but whose records are not a valid
+	// state is rejected before anything is committed.
+	st := lockstate.New(f.cfg)
+	applied, err := readSnapshot(rc, b, st)
 	if err != nil {
 		return err
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("raftstore: commit restore: %w", err)
 	}
-	if err := f.load(); err != nil {
-		return err
-	}
-	if f.applied != applied {
-		return fmt.Errorf("%w: applied index %d after restore, want %d", ErrBadSnapshot, f.applied, applied)
-	}
+	f.mu.Lock()
+	f.state, f.applied = st, applied
+	f.mu.Unlock()
 	return nil
 }
 
@@ -144,7 +148,9 @@ func (c *crcReader) ReadByte() (byte, error) {
 	return b, err
 }
 
-func readSnapshot(src io.Reader, b *pebble.Batch) (uint64, error) {
+// readSnapshot reads a snapshot stream into b, and its records into st in
+// key order, as fsm.load would read them back from Pebble.
+func readSnapshot(src io.Reader, b *pebble.Batch, st *lockstate.State) (uint64, error) {
 	cr := &crcReader{r: bufio.NewReaderSize(src, 64<<10), crc: crc32.New(crcTable)}
 	bad := func(format string, args ...any) (uint64, error) {
 		return 0, fmt.Errorf("%w: "+format, append([]any{ErrBadSnapshot}, args...)...)
@@ -163,7 +169,7 @@ func readSnapshot(src io.Reader, b *pebble.Batch) (uint64, error) {
 	if err := b.DeleteRange([]byte{prefixFSM}, []byte{prefixFSM + 1}, nil); err != nil {
 		return 0, err
 	}
-	var key []byte
+	var key, prev []byte
 	for {
 		kl, err := binary.ReadUvarint(cr)
 		if err != nil {
@@ -186,6 +192,13 @@ func readSnapshot(src io.Reader, b *pebble.Batch) (uint64, error) {
 		val := make([]byte, vl)
 		if _, err := io.ReadFull(cr, val); err != nil {
 			return bad("value: %v", err)
+		}
+		if prev != nil && bytes.Compare(key, prev) <= 0 {
+			return bad("record %q out of key order", key[1:])
+		}
+		prev = append(prev[:0], key...)
+		if err := st.Load(key[1:], val); err != nil {
+			return bad("%v", err)
 		}
 		if err := b.Set(key, val, nil); err != nil {
 			return 0, err

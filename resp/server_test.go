@@ -243,7 +243,12 @@ func TestServerPipelineInOrder(t *testing.T) {
 			fmt.Fprintf(&in, "ECHO %d\r\n", i)
 		}
 	}
-	go c.send(in.String()) // more than the pipeline and socket buffers may hold
+	go func() { // more than the pipeline and socket buffers may hold
+		c.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(c.nc, in.String()); err != nil {
+			t.Errorf("send: %v", err) // Fatal must not be called off the test goroutine
+		}
+	}()
 	for i := range 500 {
 		c.expect(strconv.Quote(strconv.Itoa(i)))
 	}

@@ -161,6 +161,7 @@ func TestMapOddPanics(t *testing.T) {
 			t.Fatal("Map with 3 values did not panic")
 		}
 	}()
+	//lint:ignore SA5012 an odd count is the point of this test
 	Map(Int(1), Int(2), Int(3))
 }
 

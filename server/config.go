@@ -147,8 +147,12 @@ func applyConfigFile(fs *flag.FlagSet, path string, fromFlags map[string]bool) e
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
-		key, value, _ := strings.Cut(text, " ")
-		key = strings.TrimPrefix(strings.TrimSpace(strings.TrimSuffix(key, "=")), "--")
+		// "key value", "key\tvalue", "key = value" and "key=value" alike.
+		key, value := text, ""
+		if i := strings.IndexAny(text, " \t="); i >= 0 {
+			key, value = text[:i], text[i:]
+		}
+		key = strings.TrimPrefix(key, "--")
 		value = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(value), "="))
 		if key == "config" || fs.Lookup(key) == nil {
 			return fmt.Errorf("%w: %s:%d: unknown key %q", ErrConfig, path, line, key)

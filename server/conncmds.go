@@ -67,7 +67,7 @@ func (s *Server) hello(c *resp.Conn, args [][]byte) resp.Value {
 		case opt == "SETNAME" && i+1 < len(args):
 			n := string(args[i+1])
 			if !validClientName(n) {
-				return errorReply(ErrClientName)
+				return clientNameError()
 			}
 			name = &n
 			i++
@@ -108,7 +108,7 @@ func (s *Server) client(c *resp.Conn, args [][]byte) resp.Value {
 	switch {
 	case sub == "SETNAME" && len(args) == 3:
 		if !validClientName(string(args[2])) {
-			return errorReply(ErrClientName)
+			return clientNameError()
 		}
 		c.SetName(string(args[2]))
 		return resp.SimpleString("OK")
@@ -155,4 +155,9 @@ func commandsClip(b []byte) string {
 		b = b[:64]
 	}
 	return string(b)
+}
+
+// clientNameError is Redis's exact reply for a bad client name.
+func clientNameError() resp.Value {
+	return resp.Error("ERR Client names cannot contain spaces, newlines or special characters.")
 }

@@ -23,8 +23,6 @@ var (
 	ErrNoProto = errors.New("server: unsupported protocol version")
 	// ErrSubcommand is returned for an unknown subcommand.
 	ErrSubcommand = errors.New("server: unknown subcommand")
-	// ErrClientName is returned by CLIENT SETNAME for a name with spaces.
-	ErrClientName = errors.New("server: Client names cannot contain spaces, newlines or special characters.")
 )
 
 // errorCodes is the one table from errors to RESP error codes (SPEC

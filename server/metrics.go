@@ -9,9 +9,8 @@ import (
 
 // stats are the node's counters, shown by INFO stats and /metrics.
 type stats struct {
-	commands    atomic.Int64
-	errors      atomic.Int64
-	connections atomic.Int64
+	commands atomic.Int64
+	errors   atomic.Int64
 }
 
 func (s *Server) serveMetrics() (*http.Server, error) {

@@ -44,6 +44,9 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, waits: newWaits(), table: commands.New(), started: time.Now()}
 	s.clock = session.NewClock(0)
+	// The ticker exists before the node: the node reports applied entries
+	// (Applied kicks the ticker) from the moment it opens.
+	s.ticker = session.NewTicker(tickerNode{s}, s.clock, cfg.Logger)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("server: listen: %w", err)
@@ -61,11 +64,18 @@ func Start(cfg Config) (*Server, error) {
 	// Continue the cluster clock from the last applied entry: time spent
 	// down does not count towards any TTL.
 	s.clock.Observe(node.LastTime())
-	s.ticker = session.NewTicker(node, s.clock, cfg.Logger)
 	s.cmds = s.handlers()
 	s.rs = &resp.Server{Handler: s, Limits: cfg.Limits, MaxConns: cfg.MaxConns, Logger: cfg.Logger}
 	return s, nil
 }
+
+// tickerNode is the ticker's view of s.node, which is set after the ticker
+// is made; the ticker only runs (Serve) once it is.
+type tickerNode struct{ s *Server }
+
+func (n tickerNode) NextDeadline() (int64, bool)    { return n.s.node.NextDeadline() }
+func (n tickerNode) CanPropose() bool               { return n.s.node.CanPropose() }
+func (n tickerNode) Tick(ctx context.Context) error { return n.s.node.Tick(ctx) }
 
 // Addr is the address clients connect to.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }

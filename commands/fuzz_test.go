@@ -1,0 +1,160 @@
+package commands
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// fuzzSeeds are command lines of the table tests, joined with NUL bytes
+// (the fuzz target's argument separator).
+var fuzzSeeds = []string{
+	"FLOCK l s", "FLOCK l s OWNER t WAIT 100 LIMIT 2 REQ r1", "flock l s req r1 limit 1 wait 0 owner t",
+	"FLOCK l s OWNER", "FLOCK l s WAIT -1", "FLOCK l s WAIT +5", "FLOCK l s WAIT 9223372036854775808",
+	"FLOCK l s FOO 1", "FUNLOCK l s OWNER t FENCE 7 REQ r", "FUNLOCK l s FENCE 0", "FUNLOCK l s WAIT 1",
+	"FENCE l", "FENCE l s OWNER t", "FENCE l s OWNER", "SESSION.OPEN", "SESSION.OPEN TTL 500 NAME n",
+	"SESSION.OPEN TTL 0", "SESSION.OPEN TTL", "LOCK.FORCEUNLOCK l 1", "LOCK.FORCEUNLOCK l x",
+	"lock.info l", "lock.info", "x a", "PING", "hello 3 SETNAME n", "client SETNAME n",
+}
+
+// FuzzParse splits bytes into arguments on NUL, checks them against the
+// table and runs every parser whose arity they fit. Nothing may panic,
+// every error must be one of the package's and fit on a RESP error line,
+// and a parsed FLOCK or FUNLOCK rendered back to arguments must parse to
+// the same request.
+func FuzzParse(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(strings.ReplaceAll(s, " ", "\x00")))
+	}
+	f.Add([]byte("FLOCK\x00\x00\x00OWNER\x00\x00WAIT\x000"))
+	f.Add([]byte("flock\x00l\x00s\x00\r\n\x00x"))
+	tab := New()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a := bytes.Split(data, []byte{0})
+		spec, err := tab.Check(a)
+		switch {
+		case err == nil:
+			if !spec.CheckArity(len(a)) {
+				t.Fatalf("Check accepted %d args for %s (arity %d)", len(a), spec.Name, spec.Arity)
+			}
+			if !strings.EqualFold(spec.Name, string(a[0])) {
+				t.Fatalf("Check(%q) found %s", a[0], spec.Name)
+			}
+		case errors.Is(err, ErrUnknown):
+			if _, ok := tab.Lookup(a[0]); ok {
+				t.Fatalf("Check(%q): unknown, but Lookup finds it", a[0])
+			}
+			checkMsg(t, err)
+		case errors.Is(err, ErrArity):
+			checkMsg(t, err)
+		default:
+			t.Fatalf("Check: unexpected error %v", err)
+		}
+
+		// Each parser runs on any arguments that fit its command's arity,
+		// whatever the name.
+		fits := func(name string) bool {
+			s, _ := tab.Lookup([]byte(name))
+			return s.CheckArity(len(a))
+		}
+		if fits("flock") {
+			r, err := ParseFlock(a)
+			checkParseErr(t, err)
+			if err == nil {
+				if r.Wait < NoWait || r.Limit < 0 {
+					t.Fatalf("FLOCK parsed to %+v", r)
+				}
+				again, err := ParseFlock(renderFlock(r))
+				if err != nil || !reflect.DeepEqual(again, r) {
+					t.Fatalf("FLOCK %+v rendered and parsed again: %+v, %v", r, again, err)
+				}
+			}
+		}
+		if fits("funlock") {
+			r, err := ParseFunlock(a)
+			checkParseErr(t, err)
+			if err == nil {
+				if r.Fence < 0 {
+					t.Fatalf("FUNLOCK parsed to %+v", r)
+				}
+				again, err := ParseFunlock(renderFunlock(r))
+				if err != nil || !reflect.DeepEqual(again, r) {
+					t.Fatalf("FUNLOCK %+v rendered and parsed again: %+v, %v", r, again, err)
+				}
+			}
+		}
+		if fits("fence") {
+			r, err := ParseFence(a)
+			checkParseErr(t, err)
+			if err == nil && r.WithOwner != (len(a) > 2) {
+				t.Fatalf("FENCE with %d args parsed to %+v", len(a), r)
+			}
+		}
+		if fits("session.open") {
+			r, err := ParseSessionOpen(a)
+			checkParseErr(t, err)
+			if err == nil && r.TTL < 0 {
+				t.Fatalf("SESSION.OPEN parsed to %+v", r)
+			}
+		}
+		if fits("lock.forceunlock") {
+			r, err := ParseForceUnlock(a)
+			checkParseErr(t, err)
+			if err == nil && r.Token <= 0 {
+				t.Fatalf("LOCK.FORCEUNLOCK parsed to %+v", r)
+			}
+		}
+		if len(a) > 1 {
+			if _, err := ParseProto(a[1]); err != nil && !errors.Is(err, ErrNotInteger) {
+				t.Fatalf("ParseProto: %v", err)
+			}
+		}
+	})
+}
+
+func checkMsg(t *testing.T, err error) {
+	t.Helper()
+	if strings.ContainsAny(err.Error(), "\r\n") {
+		t.Fatalf("error %q does not fit on one RESP line", err)
+	}
+}
+
+func checkParseErr(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if !errors.Is(err, ErrSyntax) && !errors.Is(err, ErrNotInteger) {
+		t.Fatalf("parse error %v is neither ErrSyntax nor ErrNotInteger", err)
+	}
+	checkMsg(t, err)
+}
+
+// renderFlock writes r back as FLOCK arguments, options in a fixed order
+// and upper case.
+func renderFlock(r Flock) [][]byte {
+	a := []string{"FLOCK", r.Lock, r.Session, "OWNER", r.Owner, "LIMIT", strconv.FormatInt(r.Limit, 10), "REQ", r.Req}
+	if r.Wait != NoWait {
+		a = append(a, "WAIT", strconv.FormatInt(r.Wait, 10))
+	}
+	return toArgs(a)
+}
+
+func renderFunlock(r Funlock) [][]byte {
+	a := []string{"FUNLOCK", r.Lock, r.Session, "REQ", r.Req, "OWNER", r.Owner}
+	if r.Fence != 0 {
+		a = append(a, "FENCE", strconv.FormatInt(r.Fence, 10))
+	}
+	return toArgs(a)
+}
+
+func toArgs(ss []string) [][]byte {
+	out := make([][]byte, len(ss))
+	for i, s := range ss {
+		out[i] = []byte(s)
+	}
+	return out
+}

@@ -1,0 +1,296 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Acceptance i (server side): hostile or over-limit input, each on its own
+// raw connection, is answered "-ERR Protocol error..." or the connection is
+// closed; the process stays alive; and a go-redis client doing PING and
+// FLOCK/FUNLOCK on another connection keeps being served throughout. A bulk
+// of exactly 512 KiB is accepted (ECHO returns it); one byte more is not.
+func TestBadInputKeepsServing(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOpts{})
+
+	// The canary: PING, FLOCK, FUNLOCK in a loop on its own connection.
+	cc := n.soloClient(t)
+	cs := openSession(t, cc, 600000, "canary")
+	var ops atomic.Int64
+	var errMu sync.Mutex
+	var canaryErr error
+	canaryFailed := func() error {
+		errMu.Lock()
+		defer errMu.Unlock()
+		return canaryErr
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	stopCanary := sync.OnceFunc(func() {
+		close(stop)
+		wg.Wait()
+	})
+	defer stopCanary()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := cc.Ping(ctx).Err()
+			var tok, left any
+			if err == nil {
+				tok, err = cc.Do(ctx, "FLOCK", "canary", cs).Result()
+			}
+			if err == nil {
+				left, err = cc.Do(ctx, "FUNLOCK", "canary", cs).Result()
+			}
+			cancel()
+			if err == nil {
+				if t, ok := tok.(int64); !ok || t <= 0 || left != int64(0) {
+					err = fmt.Errorf("FLOCK %v, FUNLOCK %v", tok, left)
+				}
+			}
+			if err != nil {
+				errMu.Lock()
+				canaryErr = err
+				errMu.Unlock()
+				return
+			}
+			ops.Add(1)
+		}
+	}()
+
+	const maxBulk = 512 << 10
+	big := strings.Repeat("x", maxBulk)
+	type outcome int
+	const (
+		errOrClose outcome = iota // "-ERR Protocol error..." or closed
+		echoBig                   // the 512 KiB bulk echoed back
+	)
+	cases := []struct {
+		name    string
+		payload string
+		want    outcome
+	}{
+		{"huge bulk length", "*1\r\n$9223372036854775807\r\nabc\r\n", errOrClose},
+		{"huge multibulk count", "*9223372036854775807\r\n", errOrClose},
+		{"10 MiB inline line", strings.Repeat("a", 10<<20) + "\r\n", errOrClose},
+		{"10000-deep nesting", strings.Repeat("*1\r\n", 10000), errOrClose},
+		{"bulk of exactly 512 KiB", "*2\r\n$4\r\nECHO\r\n$" + strconv.Itoa(maxBulk) + "\r\n" + big + "\r\n", echoBig},
+		{"bulk of 512 KiB + 1", "*2\r\n$4\r\nECHO\r\n$" + strconv.Itoa(maxBulk+1) + "\r\n" + big + "x\r\n", errOrClose},
+		{"negative bulk length", "*1\r\n$-5\r\n", errOrClose},
+		{"bulk length not a number", "*1\r\n$abc\r\n", errOrClose},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := ops.Load()
+			rc := dialRaw(t, n.addr)
+			werr := make(chan error, 1)
+			go func() {
+				rc.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+				_, err := io.WriteString(rc.nc, tc.payload)
+				werr <- err
+			}()
+			v, err := rc.tryRead(30 * time.Second)
+			t.Logf("outcome: reply %v, read error %v", v, err)
+			switch tc.want {
+			case echoBig:
+				if err != nil || v.kind != '$' || v.str != big {
+					t.Errorf("ECHO of a %d-byte bulk: %v %v, want it echoed", maxBulk, v, err)
+				}
+			case errOrClose:
+				switch {
+				case err == nil:
+					if v.kind != '-' || !strings.HasPrefix(v.str, "ERR Protocol error") {
+						t.Errorf("reply %v, want -ERR Protocol error...", v)
+					}
+				case isClosed(err):
+				default:
+					t.Errorf("neither an error reply nor a close: %v", err)
+				}
+			}
+			if err := <-werr; err != nil && !isClosed(err) {
+				t.Errorf("writing the payload: %v", err)
+			}
+			if !n.alive() {
+				t.Fatalf("server died on %s", tc.name)
+			}
+			// The canary is served during and after each case.
+			eventually(t, 10*time.Second, "the canary to make progress", func() bool {
+				return ops.Load() > before+2 || canaryFailed() != nil
+			})
+		})
+	}
+	stopCanary()
+	if err := canaryFailed(); err != nil {
+		t.Fatalf("the canary client failed: %v", err)
+	}
+	if ops.Load() == 0 {
+		t.Fatal("the canary never completed a cycle")
+	}
+	// And a fresh client is served normally.
+	c := n.client(t)
+	if s := mustStr(t, c, "PING"); s != "PONG" {
+		t.Fatalf("PING = %q", s)
+	}
+}
+
+// isClosed reports whether err means the peer closed or reset the
+// connection (not a timeout).
+func isClosed(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, net.ErrClosed)
+}
+
+// Acceptance i: commands pipelined on one raw connection, more than the
+// server reads ahead, are all answered, in order.
+func TestPipelinedInOrder(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOpts{})
+	c := n.client(t)
+	s := openSession(t, c, 60000, "pipeline")
+
+	type exp struct {
+		args  []string
+		check func(v rv) bool
+		desc  string
+	}
+	var tok int64
+	echo := func(i int) exp {
+		m := fmt.Sprintf("m%d", i)
+		return exp{[]string{"ECHO", m}, func(v rv) bool { return v.kind == '$' && v.str == m }, "$" + m}
+	}
+	intIs := func(want int64) func(rv) bool {
+		return func(v rv) bool { return v.kind == ':' && v.num == want }
+	}
+	isTok := func(v rv) bool {
+		if v.kind != ':' || v.num <= 0 {
+			return false
+		}
+		if tok == 0 {
+			tok = v.num
+		}
+		return v.num == tok
+	}
+	var cmds []exp
+	for i := range 300 {
+		cmds = append(cmds, echo(i))
+		switch i {
+		case 10:
+			cmds = append(cmds, exp{[]string{"FLOCK", "pipe", s}, isTok, ":token"})
+		case 20:
+			cmds = append(cmds, exp{[]string{"FLOCK", "pipe", s}, isTok, ":token (reentrant)"})
+		case 30:
+			cmds = append(cmds, exp{[]string{"FENCE", "pipe"}, isTok, ":token (FENCE)"})
+		case 40:
+			cmds = append(cmds, exp{[]string{"FUNLOCK", "pipe", s}, intIs(1), ":1"})
+		case 150:
+			cmds = append(cmds, exp{[]string{"FUNLOCK", "pipe", s}, intIs(0), ":0"})
+		case 151:
+			cmds = append(cmds, exp{[]string{"FUNLOCK", "pipe", s}, func(v rv) bool {
+				return v.kind == '-' && strings.HasPrefix(v.str, "NOTOWNER")
+			}, "-NOTOWNER"})
+		case 152:
+			cmds = append(cmds, exp{[]string{"FENCE", "pipe"}, func(v rv) bool { return v.null }, "null"})
+		case 200:
+			cmds = append(cmds, exp{[]string{"PING"}, func(v rv) bool { return v.kind == '+' && v.str == "PONG" }, "+PONG"})
+		case 250:
+			cmds = append(cmds, exp{[]string{"NOSUCHCOMMAND"}, func(v rv) bool {
+				return v.kind == '-' && strings.HasPrefix(v.str, "ERR")
+			}, "-ERR unknown command"})
+		}
+	}
+	var b strings.Builder
+	for _, e := range cmds {
+		b.WriteString(encode(e.args...))
+	}
+	rc := dialRaw(t, n.addr)
+	rc.write(b.String())
+	for i, e := range cmds {
+		v := rc.read()
+		if !e.check(v) {
+			t.Fatalf("reply %d to %v = %v, want %s", i, e.args, v, e.desc)
+		}
+	}
+}
+
+// Acceptance i: a blocking FLOCK ... WAIT on one connection does not hold
+// up other connections (PING and lock commands on another connection are
+// answered while it waits), and a command pipelined behind the blocking one
+// on its own connection is answered after it, in order.
+func TestBlockingWaitDoesNotBlockOthers(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOpts{})
+	c := n.client(t)
+	holder := openSession(t, c, 60000, "holder")
+	w := openSession(t, c, 60000, "waiter")
+	tok := mustInt(t, c, "FLOCK", "blocked", holder)
+
+	rc := dialRaw(t, n.addr)
+	rc.write(encode("FLOCK", "blocked", w, "WAIT", "0") + encode("PING", "after"))
+	replies := make(chan rv, 2)
+	go func() {
+		defer close(replies)
+		for range 2 {
+			v, err := rc.tryRead(60 * time.Second)
+			if err != nil {
+				return
+			}
+			replies <- v
+		}
+	}()
+	waitQueued(t, c, "blocked", w)
+
+	other := n.soloClient(t)
+	for i := range 20 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := other.Ping(ctx).Err(); err != nil {
+			cancel()
+			t.Fatalf("PING %d on another connection while a FLOCK waits: %v", i, err)
+		}
+		v, err := other.Do(ctx, "FLOCK", "free-lock", holder).Result()
+		if err != nil || v.(int64) <= 0 {
+			cancel()
+			t.Fatalf("FLOCK on another connection while a FLOCK waits: %v %v", v, err)
+		}
+		if _, err := other.Do(ctx, "FUNLOCK", "free-lock", holder).Result(); err != nil {
+			cancel()
+			t.Fatalf("FUNLOCK on another connection: %v", err)
+		}
+		cancel()
+	}
+	select {
+	case v := <-replies:
+		t.Fatalf("the waiting connection was answered %v before the release", v)
+	default:
+	}
+	mustInt(t, c, "FUNLOCK", "blocked", holder)
+	var got []rv
+	for v := range replies {
+		got = append(got, v)
+	}
+	if len(got) != 2 || got[0].kind != ':' || got[0].num <= tok || got[1].kind != '$' || got[1].str != "after" {
+		t.Fatalf("replies on the waiting connection: %v, want [:token>%d $after]", got, tok)
+	}
+}
