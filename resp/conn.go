@@ -140,8 +140,11 @@ func (c *Conn) Close() error {
 	c.mu.Lock()
 	c.closing = true
 	c.mu.Unlock()
+	// Close the socket before cancelling: a handler woken by the cancel
+	// must not get its reply out first.
+	err := c.nc.Close()
 	c.cancel()
-	return c.nc.Close()
+	return err
 }
 
 // RemoteAddr returns the client's address.
