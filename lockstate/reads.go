@@ -72,3 +72,15 @@ func (s *State) Sessions() []string {
 
 // Counts returns the number of open sessions and of held locks.
 func (s *State) Counts() (sessions, locks int) { return len(s.sessions), len(s.locks) }
+
+// WaitIDs returns the ids of every queued FLOCK, sorted. A node that starts
+// up holds no connection for any of them, so it cancels them (SPEC: a
+// closed connection cancels its wait).
+func (s *State) WaitIDs() []uint64 {
+	ids := make([]uint64, 0, len(s.waitIDs))
+	for id := range s.waitIDs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}

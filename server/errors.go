@@ -17,6 +17,9 @@ var (
 	// ErrTTLRange is returned by SESSION.OPEN for a TTL outside the
 	// configured bounds.
 	ErrTTLRange = errors.New("server: TTL out of range")
+	// ErrShuttingDown answers a waiting FLOCK whose wait was cancelled
+	// because the server is shutting down.
+	ErrShuttingDown = errors.New("server: wait cancelled: the server is shutting down")
 	// ErrDBIndex is returned by SELECT of a database other than 0.
 	ErrDBIndex = errors.New("server: DB index is out of range")
 	// ErrNoProto is returned by HELLO with a protocol other than 2 or 3.
@@ -42,6 +45,7 @@ var errorCodes = []struct {
 	{lockstate.ErrStaleFence, "STALEFENCE"},
 	{lockstate.ErrCancelled, "CANCELLED"},
 	{ErrNoProto, "NOPROTO"},
+	{ErrShuttingDown, "CANCELLED"},
 }
 
 // packagePrefixes are stripped from messages: clients see "ERR syntax

@@ -36,14 +36,44 @@ func (s *Server) flock(c *resp.Conn, args [][]byte) resp.Value {
 		return resultReply(r)
 	case <-c.Context().Done():
 		// The client is gone: take its request out of the queue so the lock
-		// is not handed to a connection that will never see it. This goes
-		// through Raft like every change.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if _, err := s.node.Propose(ctx, lockstate.Entry{Op: lockstate.OpCancelWait, WaitID: id}); err != nil {
-			s.log.Warn("cancel wait of closed connection", "err", err)
-		}
+		// is not handed to a connection that will never see it.
+		s.cancelWait(id)
 		return resp.Null()
+	case <-s.waits.done:
+		s.cancelWait(id)
+		return errorReply(ErrShuttingDown)
+	}
+}
+
+// cancelWait takes a queued FLOCK out of its queue, through Raft like
+// every change.
+func (s *Server) cancelWait(id uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := s.node.Propose(ctx, lockstate.Entry{Op: lockstate.OpCancelWait, WaitID: id}); err != nil {
+		s.log.Warn("cancel wait", "id", id, "err", err)
+	}
+}
+
+// cancelOrphanedWaits runs once this node can propose after start-up: every
+// queued FLOCK in the state belonged to a connection of an earlier process,
+// now closed, so each is cancelled as a closed connection's wait would be.
+// (With forwarding between nodes, only the node that holds a wait's
+// connection may decide this; that comes with the cluster.)
+func (s *Server) cancelOrphanedWaits(ctx context.Context) {
+	for !s.node.CanPropose() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	var ids []uint64
+	s.node.Local(func(st *lockstate.State) { ids = st.WaitIDs() })
+	for _, id := range ids {
+		if !s.waits.registered(id) {
+			s.cancelWait(id)
+		}
 	}
 }
 

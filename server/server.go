@@ -95,6 +95,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	tctx, stopTicker := context.WithCancel(context.Background())
 	tickerDone := make(chan struct{})
 	go func() { defer close(tickerDone); s.ticker.Run(tctx) }()
+	go s.cancelOrphanedWaits(tctx)
 	var metrics *http.Server
 	if s.cfg.Metrics != "" {
 		m, err := s.serveMetrics()
@@ -117,6 +118,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	s.waits.shutdown()
 	if serr := s.rs.Shutdown(sctx); serr != nil && !errors.Is(serr, resp.ErrServerClosed) {
 		s.log.Warn("shutdown", "err", serr)
 	}

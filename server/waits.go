@@ -17,10 +17,14 @@ type waits struct {
 	next atomic.Uint64
 	mu   sync.Mutex
 	m    map[uint64]chan lockstate.Result
+	// done is closed when the server shuts down: waiting FLOCKs cancel
+	// their waits instead of holding the shutdown up.
+	done     chan struct{}
+	doneOnce sync.Once
 }
 
 func newWaits() *waits {
-	w := &waits{m: make(map[uint64]chan lockstate.Result)}
+	w := &waits{m: make(map[uint64]chan lockstate.Result), done: make(chan struct{})}
 	var seed [8]byte
 	rand.Read(seed[:])
 	// A random start keeps ids of different nodes (and restarts) apart.
@@ -60,4 +64,14 @@ func (w *waits) deliver(wakes []lockstate.Wake) {
 			ch <- k.Result
 		}
 	}
+}
+
+func (w *waits) shutdown() { w.doneOnce.Do(func() { close(w.done) }) }
+
+// registered reports whether id waits on this node.
+func (w *waits) registered(id uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.m[id]
+	return ok
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -379,7 +380,11 @@ func TestSnapshotRestart(t *testing.T) {
 	if len(before.sessions) != 4 || before.locks["g1"].Count != 2 || before.locks["g5"].Held {
 		t.Fatalf("unexpected state before the restart: %+v", before)
 	}
-	applied := appliedIndex(t, c)
+	ri := infoRaft(t, c)
+	applied := infoInt(t, ri, "raft_applied_index")
+	if first, last := infoInt(t, ri, "raft_first_index"), infoInt(t, ri, "raft_last_index"); first < 1 || first > applied || applied > last {
+		t.Errorf("INFO raft: first %d, applied %d, last %d; want 1 <= first <= applied <= last", first, applied, last)
+	}
 	n.term()
 	n.restart()
 	after := dumpState(t, c, locks)
@@ -419,5 +424,62 @@ func TestSnapshotRestart(t *testing.T) {
 	compareStates(t, "after snapshot, writes and SIGKILL", before, after)
 	if tok := mustInt(t, c, "FLOCK", "g3", s6); tok <= applied {
 		t.Errorf("new token %d after crash, want > %d", tok, applied)
+	}
+}
+
+// Acceptance c, across a restart: a waiting FLOCK whose connection closed
+// because the server crashed (kill -9) must not be handed the lock later.
+// Its client saw the connection fail and is not waiting any more, but its
+// session lives on (the client heartbeats it), so a lock handed to that
+// wait would be held by an owner that does not know it, until the whole
+// session ends. SPEC section 3: "If the waiting client's connection closes,
+// its wait is cancelled."
+func TestCrashCancelsOrphanedWaits(t *testing.T) {
+	t.Parallel()
+	testOrphanedWait(t, (*node).kill)
+}
+
+// As TestCrashCancelsOrphanedWaits, with a graceful shutdown (SIGTERM),
+// which closes the waiting connection too.
+func TestShutdownCancelsOrphanedWaits(t *testing.T) {
+	t.Parallel()
+	testOrphanedWait(t, (*node).term)
+}
+
+func testOrphanedWait(t *testing.T, stop func(*node)) {
+	n := startNode(t, nodeOpts{})
+	c := n.client(t)
+	const l = "orphan"
+	h := openSession(t, c, 60000, "holder")
+	w := openSession(t, c, 60000, "waiter")
+	tok := mustInt(t, c, "FLOCK", l, h)
+	rc := dialRaw(t, n.addr)
+	rc.send("FLOCK", l, w, "WAIT", "0")
+	waitQueued(t, c, l, w)
+
+	stop(n)
+	// A graceful stop may tell the waiter its wait was cancelled; a crash
+	// just closes the connection. Either way it is not granted.
+	if v, err := rc.tryRead(5 * time.Second); err == nil {
+		if !strings.HasPrefix(fmt.Sprint(v), "-CANCELLED") && !strings.Contains(fmt.Sprint(v), "CANCELLED") {
+			t.Fatalf("the waiting connection got %v from a stopping server, want -CANCELLED or closed", v)
+		}
+	} else if !isClosed(err) {
+		t.Fatalf("the waiting connection: %v, want closed", err)
+	}
+	n.restart()
+	t.Logf("after restart: %+v", getLockInfo(t, c, l))
+
+	// The waiter's client is alive and keeps its session, but no longer
+	// waits: it saw its FLOCK fail.
+	mustInt(t, c, "SESSION.HEARTBEAT", w)
+	if got := mustInt(t, c, "FUNLOCK", l, h); got != 0 {
+		t.Fatalf("FUNLOCK = %d, want 0", got)
+	}
+	li := getLockInfo(t, c, l)
+	if li.Held && li.Holder == w {
+		t.Errorf("after the restart, releasing %s handed it (token %d > %d) to the waiter whose connection closed with the old process: "+
+			"its owner never learns it holds the lock, and the lock stays taken as long as the session lives. LOCK.INFO = %+v",
+			l, li.Token, tok, li)
 	}
 }

@@ -40,6 +40,12 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// FENCED_TEST_BIN runs the tests against a prebuilt binary instead (for
+	// example a deliberately broken one, to see the tests catch it).
+	if p := os.Getenv("FENCED_TEST_BIN"); p != "" {
+		binPath = p
+		return m.Run()
+	}
 	binPath = filepath.Join(dir, "fenced")
 	args := []string{"build", "-o", binPath}
 	// Under `go test -race` the server is built with the race detector too,
@@ -295,6 +301,12 @@ func (n *node) waitReady(ctx context.Context) error {
 		}
 		if err == nil {
 			return errors.New("FENCE of a lock never taken is not null")
+		}
+		// Before it leads, the node must say so with a retryable code
+		// (SPEC section 6), nothing else.
+		var re redis.Error
+		if errors.As(err, &re) && !isCode(err, "TRYAGAIN") && !isCode(err, "CLUSTERDOWN") {
+			return fmt.Errorf("while not ready the node answered %q, want -TRYAGAIN or -CLUSTERDOWN", err)
 		}
 		last = err
 		select {

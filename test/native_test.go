@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -287,4 +288,94 @@ func equalLockInfo(a, b lockInfo) bool {
 		}
 	}
 	return true
+}
+
+// Acceptance a (SPEC sections 3 and 6): malformed native commands answer an
+// error whose first word is one uppercase code (ERR for bad arguments), and
+// change nothing.
+func TestErrorReplies(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOpts{})
+	c := n.client(t)
+	s := openSession(t, c, 60000, "e")
+	tok := mustInt(t, c, "FLOCK", "err-lock", s)
+	before := getLockInfo(t, c, "err-lock")
+	codeRE := regexp.MustCompile(`^[A-Z]+( |$)`)
+	for _, args := range [][]any{
+		{"FLOCK"},
+		{"FLOCK", "err-lock"},
+		{"FLOCK", "err-lock", s, "BOGUS", 1},
+		{"FLOCK", "err-lock", s, "WAIT"},
+		{"FLOCK", "err-lock", s, "WAIT", -1},
+		{"FLOCK", "err-lock", s, "WAIT", "soon"},
+		{"FLOCK", "err-lock", s, "LIMIT", -1},
+		{"FLOCK", "err-lock", s, "LIMIT", "1.5"},
+		{"FUNLOCK", "err-lock", s, "FENCE", 0},
+		{"FUNLOCK", "err-lock", s, "FENCE", "x"},
+		{"FUNLOCK", "err-lock", s, "OWNER"},
+		{"FENCE", "err-lock", s, "TAG", "x"},
+		{"LOCK.INFO"},
+		{"LOCK.INFO", "a", "b"},
+		{"LOCK.FORCEUNLOCK", "err-lock", "x"},
+		{"SESSION.OPEN", "TTL", 0},
+		{"SESSION.OPEN", "TTL", "x"},
+		{"SESSION.OPEN", "NAME"},
+		{"SESSION.HEARTBEAT"},
+		{"NOSUCHCOMMAND", "x"},
+	} {
+		_, err := do(tctx(t), c, args...)
+		if !isCode(err, "ERR") {
+			t.Errorf("%v: %v, want -ERR ...", args, err)
+		}
+		if err != nil && !codeRE.MatchString(err.Error()) {
+			t.Errorf("%v: error %q does not start with an uppercase code word", args, err)
+		}
+	}
+	if li := getLockInfo(t, c, "err-lock"); !equalLockInfo(li, before) || li.Token != tok {
+		t.Errorf("after bad commands LOCK.INFO = %+v, want %+v", li, before)
+	}
+	if si := getSessionInfo(t, c, s); !slices.Equal(si.Locks, []string{"err-lock"}) {
+		t.Errorf("after bad commands SESSION.INFO = %+v", si)
+	}
+	if list := sessionList(t, c); len(list) != 1 {
+		t.Errorf("bad SESSION.OPENs opened sessions: %v", list)
+	}
+}
+
+// SPEC section 3: LOCK.FORCEUNLOCK lock token releases the lock, whatever
+// its count, only if token is current (-STALEFENCE otherwise), and hands it
+// to the next waiter.
+func TestForceUnlock(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOpts{})
+	c := n.client(t)
+	const l = "force"
+	h := openSession(t, c, 60000, "h")
+	w := openSession(t, c, 60000, "w")
+	old := mustInt(t, c, "FLOCK", l, h)
+	mustInt(t, c, "FUNLOCK", l, h)
+	tok := mustInt(t, c, "FLOCK", l, h)
+	mustInt(t, c, "FLOCK", l, h)
+	wc := n.soloClient(t)
+	r := async(wc, "FLOCK", l, w, "WAIT", 0)
+	waitQueued(t, c, l, w)
+	mustErr(t, c, "STALEFENCE", "LOCK.FORCEUNLOCK", l, old)
+	if li := getLockInfo(t, c, l); li.Holder != h || li.Count != 2 || li.Token != tok {
+		t.Fatalf("after a stale FORCEUNLOCK: %+v", li)
+	}
+	if got := mustInt(t, c, "LOCK.FORCEUNLOCK", l, tok); got != 1 {
+		t.Fatalf("LOCK.FORCEUNLOCK = %d, want 1", got)
+	}
+	wt := replyInt(t, await(t, r, "waiter"), "waiter")
+	if wt <= tok {
+		t.Fatalf("waiter token %d, want > %d", wt, tok)
+	}
+	want := lockInfo{Held: true, Holder: w, Count: 1, Token: wt}
+	if li := getLockInfo(t, c, l); !equalLockInfo(li, want) {
+		t.Fatalf("LOCK.INFO = %+v, want %+v", li, want)
+	}
+	mustErr(t, c, "NOTOWNER", "FUNLOCK", l, h)
+	if si := getSessionInfo(t, c, h); len(si.Locks) != 0 {
+		t.Fatalf("forced-out holder still lists %v", si.Locks)
+	}
 }
