@@ -61,11 +61,12 @@ func unknownOption(name string) error {
 	return fmt.Errorf("%w: unknown option %s", ErrSyntax, clip([]byte(name)))
 }
 
-// ParseInt parses a base-10 int64 the way Redis does (no sign tricks, no
-// spaces).
+// ParseInt parses a base-10 int64 the way Redis does.
 func ParseInt(b []byte) (int64, error) {
 	n, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil || len(b) == 0 || b[0] == '+' {
+	digits := strings.TrimPrefix(string(b), "-")
+	// Redis's string2ll: no '+', no leading zeros, no "-0".
+	if err != nil || len(digits) == 0 || b[0] == '+' || (digits[0] == '0' && len(b) > 1) {
 		return 0, ErrNotInteger
 	}
 	return n, nil

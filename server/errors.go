@@ -62,8 +62,13 @@ func errorReply(err error) resp.Value {
 		}
 	}
 	msg := err.Error()
-	for _, p := range packagePrefixes {
-		msg = strings.ReplaceAll(msg, p, "")
+	// Strip prefixes at the start of each wrapped part only, so user text
+	// quoted inside a message mostly stays as sent.
+	for prev := ""; prev != msg; { // until no part starts with a prefix
+		prev = msg
+		for _, p := range packagePrefixes {
+			msg = strings.ReplaceAll(strings.TrimPrefix(msg, p), ": "+p, ": ")
+		}
 	}
 	return resp.Error(code + " " + msg)
 }
