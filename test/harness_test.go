@@ -422,8 +422,6 @@ func (n *node) soloClient(t testing.TB) *redis.Client {
 // ---------------------------------------------------------------------------
 // Replies
 
-func bg() context.Context { return context.Background() }
-
 // tctx is a context that ends with a generous bound, so that a test that
 // would hang fails instead.
 func tctx(t testing.TB) context.Context {
