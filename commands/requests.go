@@ -48,7 +48,7 @@ func options(args [][]byte, set func(name string, value []byte) error) error {
 	for i := 0; i < len(args); i += 2 {
 		name := strings.ToUpper(string(args[i]))
 		if i+1 >= len(args) {
-			return fmt.Errorf("%w: %s needs a value", ErrSyntax, clip(args[i]))
+			return fmt.Errorf("%w: %s needs a value", ErrSyntax, Clip(args[i]))
 		}
 		if err := set(name, args[i+1]); err != nil {
 			return err
@@ -58,7 +58,7 @@ func options(args [][]byte, set func(name string, value []byte) error) error {
 }
 
 func unknownOption(name string) error {
-	return fmt.Errorf("%w: unknown option %s", ErrSyntax, clip([]byte(name)))
+	return fmt.Errorf("%w: unknown option %s", ErrSyntax, Clip([]byte(name)))
 }
 
 // ParseInt parses a base-10 int64 the way Redis does.

@@ -131,7 +131,7 @@ func (t *Table) All() []*Spec { return t.sorted }
 func (t *Table) Check(args [][]byte) (*Spec, error) {
 	s, ok := t.Lookup(args[0])
 	if !ok {
-		return nil, fmt.Errorf("%w '%s', with args beginning with: %s", ErrUnknown, clip(args[0]), argsPreview(args[1:]))
+		return nil, fmt.Errorf("%w '%s', with args beginning with: %s", ErrUnknown, Clip(args[0]), argsPreview(args[1:]))
 	}
 	if !s.CheckArity(len(args)) {
 		return nil, fmt.Errorf("%w for '%s' command", ErrArity, s.Name)
@@ -145,12 +145,14 @@ func argsPreview(args [][]byte) string {
 		if i == 8 || b.Len() > 128 {
 			break
 		}
-		fmt.Fprintf(&b, "'%s' ", clip(a))
+		fmt.Fprintf(&b, "'%s' ", Clip(a))
 	}
 	return b.String()
 }
 
-func clip(b []byte) string {
+// Clip shortens user text quoted in an error reply and blanks control
+// characters, so a reply stays one short line.
+func Clip(b []byte) string {
 	const max = 64
 	if len(b) > max {
 		b = b[:max]

@@ -17,7 +17,7 @@ func (s *Server) ping(_ *resp.Conn, args [][]byte) resp.Value {
 	case 2:
 		return resp.Bulk(args[1])
 	}
-	return errorReply(commandArityError("ping"))
+	return errorReply(wrapArity("ping"))
 }
 
 func (s *Server) echo(_ *resp.Conn, args [][]byte) resp.Value { return resp.Bulk(args[1]) }
@@ -128,9 +128,9 @@ func (s *Server) client(c *resp.Conn, args [][]byte) resp.Value {
 	case sub == "INFO" && len(args) == 2:
 		return resp.BulkString(s.clientLine(c) + "\n")
 	case sub == "SETNAME" || sub == "GETNAME" || sub == "ID" || sub == "SETINFO" || sub == "INFO":
-		return errorReply(commandArityError("client|" + strings.ToLower(sub)))
+		return errorReply(wrapArity("client|" + strings.ToLower(sub)))
 	}
-	return syntaxError("unknown subcommand '%s'. Try CLIENT HELP.", commandsClip(args[1]))
+	return syntaxError("unknown subcommand '%s'. Try CLIENT HELP.", commands.Clip(args[1]))
 }
 
 func (s *Server) clientLine(c *resp.Conn) string {
@@ -144,17 +144,6 @@ func (s *Server) time(_ *resp.Conn, _ [][]byte) resp.Value {
 		resp.BulkString(strconv.FormatInt(now.Unix(), 10)),
 		resp.BulkString(strconv.FormatInt(int64(now.Nanosecond()/1000), 10)),
 	)
-}
-
-func commandArityError(name string) error {
-	return wrapArity(name)
-}
-
-func commandsClip(b []byte) string {
-	if len(b) > 64 {
-		b = b[:64]
-	}
-	return string(b)
 }
 
 // clientNameError is Redis's exact reply for a bad client name.

@@ -24,8 +24,6 @@ var (
 	ErrDBIndex = errors.New("server: DB index is out of range")
 	// ErrNoProto is returned by HELLO with a protocol other than 2 or 3.
 	ErrNoProto = errors.New("server: unsupported protocol version")
-	// ErrSubcommand is returned for an unknown subcommand.
-	ErrSubcommand = errors.New("server: unknown subcommand")
 )
 
 // errorCodes is the one table from errors to RESP error codes (SPEC
@@ -73,6 +71,7 @@ func errorReply(err error) resp.Value {
 	return resp.Error(code + " " + msg)
 }
 
+// wrapArity is the arity error of a subcommand, which the table can't check.
 func wrapArity(name string) error {
 	return fmt.Errorf("%w for '%s' command", commands.ErrArity, name)
 }

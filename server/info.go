@@ -183,7 +183,7 @@ func (s *Server) command(_ *resp.Conn, args [][]byte) resp.Value {
 		}
 		return resp.Map(kvs...)
 	}
-	return syntaxError("unknown subcommand '%s'. Try COMMAND HELP.", commandsClip(args[1]))
+	return syntaxError("unknown subcommand '%s'. Try COMMAND HELP.", commands.Clip(args[1]))
 }
 
 func commandGroup(spec *commands.Spec) string {
