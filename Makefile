@@ -4,16 +4,19 @@ BIN       ?= bin/fenced
 FUZZTIME  ?= 30s
 PKGS      := ./...
 
-.PHONY: help build run test fuzz lint bench clean
+.PHONY: help build run cluster test fuzz lint bench clean
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-7s %s\n", $$1, $$2}'
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
 build: ## build bin/fenced
 	$(GO) build -o $(BIN) ./cmd/fenced
 
 run: build ## run a single node on 127.0.0.1:6379 with data in ./fenced-data
 	./$(BIN)
+
+cluster: build ## run a local 3-node cluster on 127.0.0.1:6379-6381 with data in ./cluster-data
+	BIN=$(BIN) ./scripts/cluster.sh
 
 test: ## vet, then every unit, integration and fuzz-seed test with -race
 	$(GO) vet $(PKGS)

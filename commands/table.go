@@ -91,6 +91,14 @@ func New() *Table {
 		// Cluster administration.
 		{"raft.snapshot", 1, Admin | Conn, "Take a snapshot and compact the log", ""},
 		{"raft.status", 1, Admin | Conn, "Describe this node's Raft state", ""},
+		{"raft.join", 4, Write | Admin, "Add a node as a non-voter; it becomes a voter once caught up", "id raft-addr client-addr"},
+		{"raft.remove", 2, Write | Admin, "Remove a node; its id is never reused", "id"},
+		{"raft.transfer", -1, Write | Admin, "Hand leadership to a voter (the most up-to-date one by default)", "[id]"},
+		// Node to node: a follower forwards an entry to the leader over a
+		// link connection, marked by RAFT.LINK so it is never forwarded on.
+		{"raft.propose", 2, Write | Admin, "Propose an encoded entry (forwarding between nodes)", "entry"},
+		{"raft.link", 2, Admin | Conn, "Mark this connection as a forwarding link from a node", "node-id"},
+		{"cluster", -2, Conn, "Redis Cluster view with the leader as master of all slots", "SLOTS|SHARDS|NODES|INFO|MYID"},
 		// Connection (SPEC section 4).
 		{"ping", -1, Conn | NoAuth, "Reply PONG or the message", "[message]"},
 		{"echo", 2, Conn, "Reply the message", "message"},

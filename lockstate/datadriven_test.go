@@ -16,14 +16,17 @@ import (
 //	apply                    one entry per input line:
 //	  [index=N] [time=N] OP [session=] [name=] [ttl=] [created=] [lock=] [owner=]
 //	                     [wait=N|none] [limit=] [req=] [fence=] [waitid=]
-//	  OP is tick, open, heartbeat, kill, flock, funlock, cancel, forceunlock
-//	  or opN. index defaults to the previous one + 1 and time to the
-//	  previous entry's; wait defaults to none (no WAIT).
+//	                     [epoch=] [node=] [raftaddr=] [addr=]
+//	  OP is tick, open, heartbeat, kill, flock, funlock, cancel, forceunlock,
+//	  cancelwaits, join, remove or opN. index defaults to the previous one
+//	  + 1 and time to the previous entry's; wait defaults to none (no WAIT).
+//	  epoch=E and waitid=E.C set WaitID to E<<32 | C.
 //	  Output: "INDEX: RESULT", then "  wake WAITID: RESULT" lines.
 //	info lock=L [now=N]      LOCK.INFO
 //	session id=S [now=N]     SESSION.INFO
 //	fence lock=L [session=S [owner=O]]
-//	sessions | counts | deadline | time | records
+//	member id=N              a member's record, or "unknown"
+//	sessions | counts | deadline | time | records | members | waitids
 //	reload                   replace the state by one rebuilt from its Records
 //
 // now defaults to Time(). After every apply the harness checks the
@@ -40,6 +43,8 @@ import (
 //	            the per-session bound and by the end of the session)
 //	waiting     15 to 18, 20
 //	admin       19 (OpCancelWait), LOCK.FORCEUNLOCK, unknown ops
+//	restarts    OpCancelWaits: the waits of a node's earlier process
+//	members     OpNodeJoin and OpNodeRemove: the member table
 //	sessions    21, 22, 24, 27, 28
 //	time        25, 26: leader changes and clock jumps reach the state
 //	            machine only as entry times; a backwards entry time changes
@@ -131,6 +136,25 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 	case "fence":
 		_, with := args["session"]
 		return fmtResult(h.s.Fence(args["lock"], args["session"], args["owner"], with)), nil
+	case "member":
+		m, ok := h.s.Member(args["id"])
+		if !ok {
+			return "unknown", nil
+		}
+		return fmtMember(m), nil
+	case "members":
+		for _, m := range h.s.Members() {
+			fmt.Fprintln(&b, fmtMember(m))
+		}
+		if b.Len() == 0 {
+			return "none", nil
+		}
+	case "waitids":
+		var ids []string
+		for _, id := range h.s.WaitIDs() {
+			ids = append(ids, fmtWaitID(id))
+		}
+		return fmt.Sprint(ids), nil
 	case "sessions":
 		return fmt.Sprint(h.s.Sessions()), nil
 	case "counts":
@@ -202,7 +226,17 @@ func (h *harness) apply(b *strings.Builder, line string) error {
 				e.Wait, err = strconv.ParseInt(v, 10, 64)
 			}
 		case "waitid":
-			e.WaitID, err = strconv.ParseUint(v, 10, 64)
+			e.WaitID, err = parseWaitID(v)
+		case "epoch":
+			var n uint64
+			n, err = strconv.ParseUint(v, 10, 32)
+			e.WaitID = n << 32
+		case "node":
+			e.Node = v
+		case "raftaddr":
+			e.RaftAddr = v
+		case "addr":
+			e.Addr = v
 		default:
 			p := map[string]*int64{"ttl": &e.TTL, "created": &e.Created, "limit": &e.Limit, "fence": &e.Fence}[k]
 			if p == nil {
@@ -232,7 +266,7 @@ func (h *harness) apply(b *strings.Builder, line string) error {
 	}
 	fmt.Fprintf(b, "%d: %s\n", index, res)
 	for _, w := range r.Wakes {
-		fmt.Fprintf(b, "  wake %d: %s\n", w.WaitID, fmtResult(w.Result))
+		fmt.Fprintf(b, "  wake %s: %s\n", fmtWaitID(w.WaitID), fmtResult(w.Result))
 	}
 	if err := checkInvariants(h.s); err != nil {
 		return err
@@ -262,6 +296,12 @@ func parseOp(name string) (Op, error) {
 		return OpCancelWait, nil
 	case "forceunlock":
 		return OpForceUnlock, nil
+	case "cancelwaits":
+		return OpCancelWaits, nil
+	case "join":
+		return OpNodeJoin, nil
+	case "remove":
+		return OpNodeRemove, nil
 	}
 	if n, ok := strings.CutPrefix(name, "op"); ok {
 		v, err := strconv.ParseUint(n, 10, 8)
@@ -280,4 +320,34 @@ func readableKey(k string) string {
 		}
 	}
 	return k
+}
+
+// parseWaitID reads a wait id: N, or E.C for E<<32 | C.
+func parseWaitID(v string) (uint64, error) {
+	e, c, ok := strings.Cut(v, ".")
+	if !ok {
+		return strconv.ParseUint(v, 10, 64)
+	}
+	hi, err := strconv.ParseUint(e, 10, 32)
+	if err != nil {
+		return 0, err
+	}
+	lo, err := strconv.ParseUint(c, 10, 32)
+	return hi<<32 | lo, err
+}
+
+// fmtWaitID shows a wait id with an epoch as E.C, as parseWaitID reads it.
+func fmtWaitID(id uint64) string {
+	if id>>32 == 0 {
+		return fmt.Sprint(id)
+	}
+	return fmt.Sprintf("%d.%d", id>>32, id&(1<<32-1))
+}
+
+func fmtMember(m Member) string {
+	s := fmt.Sprintf("%s raft=%s addr=%s", m.ID, m.RaftAddr, m.Addr)
+	if m.Removed {
+		s += " removed"
+	}
+	return s
 }

@@ -95,7 +95,8 @@ func TestHashSensitive(t *testing.T) {
 		apply(s, 1, Entry{Op: OpSessionOpen, Time: 10, Session: "s1", TTL: 1000})
 		apply(s, 2, Entry{Op: OpSessionOpen, Time: 10, Session: "s2", TTL: 1000})
 		apply(s, 3, Entry{Op: OpFlock, Time: 10, Session: "s1", Lock: "a", Req: "r1"})
-		apply(s, 4, Entry{Op: OpFlock, Time: 10, Session: "s2", Lock: "a", Wait: 0, WaitID: 9})
+		apply(s, 4, Entry{Op: OpFlock, Time: 10, Session: "s2", Lock: "a", Wait: 0, WaitID: 1<<32 | 9})
+		apply(s, 5, Entry{Op: OpNodeJoin, Time: 10, Node: "n1", RaftAddr: "r:1", Addr: "a:1"})
 		return s
 	}
 	h := base().Hash()
@@ -106,17 +107,24 @@ func TestHashSensitive(t *testing.T) {
 		"time":    {Op: OpTick, Time: 11},
 		"session": {Op: OpSessionOpen, Time: 10, Session: "s3", TTL: 5},
 		"lock":    {Op: OpFlock, Time: 10, Session: "s1", Lock: "a"},
-		"waiter":  {Op: OpCancelWait, Time: 10, WaitID: 9},
+		"waiter":  {Op: OpCancelWait, Time: 10, WaitID: 1<<32 | 9},
 		"memo":    {Op: OpFunlock, Time: 10, Session: "s2", Lock: "b", Req: "r2"},
 		"retry":   {Op: OpFlock, Time: 10, Session: "s1", Lock: "a", Req: "r1"},
+		"member":  {Op: OpNodeJoin, Time: 10, Node: "n2", RaftAddr: "r:2", Addr: "a:2"},
+		"address": {Op: OpNodeJoin, Time: 10, Node: "n1", RaftAddr: "r:1", Addr: "a:2"},
+		"removed": {Op: OpNodeRemove, Time: 10, Node: "n1"},
+		"rejoin":  {Op: OpNodeJoin, Time: 10, Node: "n1", RaftAddr: "r:1", Addr: "a:1"},
+		"epoch":   {Op: OpCancelWaits, Time: 10, WaitID: 1 << 32},
+		"other":   {Op: OpCancelWaits, Time: 10, WaitID: 2 << 32},
 	} {
 		s := base()
-		apply(s, 5, Entry{Op: OpTick, Time: 10})
+		apply(s, 6, Entry{Op: OpTick, Time: 10})
 		if s.Hash() != h {
 			t.Fatal("a no-op tick changed the hash")
 		}
 		apply(s, 7, e)
-		if changed := s.Hash() != h; changed != (name != "retry") {
+		unchanged := name == "retry" || name == "rejoin" || name == "other"
+		if changed := s.Hash() != h; changed == unchanged {
 			t.Errorf("%s: hash changed %v", name, changed)
 		}
 	}

@@ -6,7 +6,7 @@ import "fmt"
 // meets a version it does not know must stop rather than guess.
 const entryVersion = 1
 
-func (op Op) valid() bool { return op >= OpTick && op <= OpForceUnlock }
+func (op Op) valid() bool { return op >= OpTick && op <= OpNodeRemove }
 
 // Encode appends the binary form of e to dst: the version, the op, then
 // every field in declaration order (signed integers as zigzag varints,
@@ -26,6 +26,9 @@ func (e Entry) Encode(dst []byte) []byte {
 	dst = appendString(dst, e.Req)
 	dst = appendVarint(dst, e.Fence)
 	dst = appendUvarint(dst, e.WaitID)
+	dst = appendString(dst, e.Node)
+	dst = appendString(dst, e.RaftAddr)
+	dst = appendString(dst, e.Addr)
 	return dst
 }
 
@@ -54,6 +57,9 @@ func DecodeEntry(b []byte) (Entry, error) {
 	e.Req = r.str()
 	e.Fence = r.varint()
 	e.WaitID = r.uvarint()
+	e.Node = r.str()
+	e.RaftAddr = r.str()
+	e.Addr = r.str()
 	if err := r.done(); err != nil {
 		return Entry{}, fmt.Errorf("%w: %v", ErrBadEntry, err)
 	}
@@ -79,6 +85,12 @@ func (op Op) String() string {
 		return "cancelwait"
 	case OpForceUnlock:
 		return "forceunlock"
+	case OpCancelWaits:
+		return "cancelwaits"
+	case OpNodeJoin:
+		return "node.join"
+	case OpNodeRemove:
+		return "node.remove"
 	}
 	return fmt.Sprintf("op(%d)", uint8(op))
 }

@@ -18,6 +18,11 @@ func sampleEntries() []Entry {
 		{Op: OpCancelWait, WaitID: math.MaxUint64},
 		{Op: OpForceUnlock, Lock: "\x00\xff", Fence: -1},
 		{Op: OpFlock, Time: math.MinInt64, TTL: math.MaxInt64, Created: math.MinInt64, Wait: math.MaxInt64, Limit: math.MinInt64, Fence: math.MaxInt64},
+		{Op: OpCancelWaits, Time: 9, WaitID: 3 << 32},
+		{Op: OpCancelWaits, WaitID: math.MaxUint32<<32 | 17},
+		{Op: OpNodeJoin, Time: 12, Node: "node-2", RaftAddr: "10.0.0.2:7000", Addr: "10.0.0.2:6380"},
+		{Op: OpNodeJoin, Node: "\x00", RaftAddr: "[::1]:7000", Addr: "[::1]:6380"},
+		{Op: OpNodeRemove, Time: 13, Node: "node-2"},
 	}
 }
 
@@ -33,8 +38,9 @@ func TestEntryRoundTrip(t *testing.T) {
 	}
 	num := func() int64 { return rng.Int64() >> rng.IntN(64) * int64(1-2*rng.IntN(2)) }
 	for range 2000 {
-		es = append(es, Entry{Op: Op(1 + rng.IntN(8)), Time: num(), Session: str(), Name: str(), TTL: num(),
-			Created: num(), Lock: str(), Owner: str(), Wait: num(), Limit: num(), Req: str(), Fence: num(), WaitID: rng.Uint64() >> rng.IntN(64)})
+		es = append(es, Entry{Op: Op(1 + rng.IntN(int(OpNodeRemove))), Time: num(), Session: str(), Name: str(), TTL: num(),
+			Created: num(), Lock: str(), Owner: str(), Wait: num(), Limit: num(), Req: str(), Fence: num(), WaitID: rng.Uint64() >> rng.IntN(64),
+			Node: str(), RaftAddr: str(), Addr: str()})
 	}
 	for _, e := range es {
 		b := e.Encode([]byte("prefix"))
@@ -73,7 +79,7 @@ func TestDecodeEntryRejects(t *testing.T) {
 		"version 0":       with(0, 0),
 		"version 2":       with(0, 2),
 		"op 0":            with(1, 0),
-		"op 9":            with(1, 9),
+		"op 12":           with(1, 12),
 		"op 255":          with(1, 255),
 		"padded varint":   append([]byte{1, 1, 0x80, 0x00}, good[3:]...),
 		"varint overflow": append([]byte{1, 1}, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02),
@@ -93,7 +99,12 @@ func TestDecodeEntryRejects(t *testing.T) {
 }
 
 func TestOpString(t *testing.T) {
-	for op := OpTick; op <= OpForceUnlock; op++ {
+	names := map[string]bool{}
+	for op := OpTick; op <= OpNodeRemove; op++ {
+		if names[op.String()] {
+			t.Errorf("op %d: name %q used twice", op, op)
+		}
+		names[op.String()] = true
 		if s := op.String(); s == "" || s[0] == 'o' && s[1] == 'p' {
 			t.Errorf("op %d has no name", op)
 		}
@@ -124,4 +135,21 @@ func FuzzDecodeEntry(f *testing.F) {
 			t.Fatalf("%x decodes to %+v, which encodes to %x", b, e, out)
 		}
 	})
+}
+
+// TestEntryLayout pins the encoding: the membership fields come last, after
+// WaitID, so the log format only grew at its end.
+func TestEntryLayout(t *testing.T) {
+	got := Entry{Op: OpNodeJoin, Node: "a", RaftAddr: "bc", Addr: "d", WaitID: 5 << 32}.Encode(nil)
+	want := []byte{entryVersion, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0x80, 0x80, 0x80, 0x80, 0x50, // WaitID 5<<32
+		1, 'a', 2, 'b', 'c', 1, 'd'}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("encoded %x, want %x", got, want)
+	}
+	for op, v := range map[Op]byte{OpCancelWaits: 9, OpNodeJoin: 10, OpNodeRemove: 11} {
+		if byte(op) != v {
+			t.Errorf("%v = %d, want %d", op, op, v)
+		}
+	}
 }

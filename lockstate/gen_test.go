@@ -36,7 +36,8 @@ type gen struct {
 	src    intSource
 	index  uint64
 	time   int64
-	waitID uint64
+	waitID uint64 // the last wait id drawn: epoch<<32 | counter
+	epoch  uint64 // of the proposing node's process, as in the server
 	// fence, when set, peeks at the current token of a lock, so fenced
 	// commands are sometimes right.
 	fence func(lock string) int64
@@ -49,6 +50,8 @@ type gen struct {
 func genSessions() []string { return []string{"s0", "s1", "s2", "s3", "s4"} }
 func genLocks() []string    { return []string{"a", "b", "c"} }
 func genOwners() []string   { return []string{"", "x"} }
+func genNodes() []string    { return []string{"n0", "n1", "n2", "n3", "n4"} }
+func genAddrs() []string    { return []string{"h1:1", "h2:2"} }
 
 func (g *gen) pick(xs []string) string { return xs[g.src.intn(len(xs))] }
 
@@ -81,7 +84,7 @@ func (g *gen) next() (uint64, Entry) {
 		g.time += 10 * int64(g.src.intn(12))
 	}
 	e := Entry{Time: g.time, Session: g.pick(genSessions())}
-	switch k := g.src.intn(100); {
+	switch k := g.src.intn(112); {
 	case k < 5:
 		e = Entry{Op: OpTick, Time: g.time}
 	case k < 17:
@@ -113,9 +116,40 @@ func (g *gen) next() (uint64, Entry) {
 		}
 	case k < 95:
 		e = Entry{Op: OpCancelWait, Time: g.time, WaitID: g.waitID - uint64(g.src.intn(6))}
-	default:
+	case k < 100:
 		e = Entry{Op: OpForceUnlock, Time: g.time, Lock: g.pick(genLocks())}
 		e.Fence = g.token(e.Lock)
+	case k < 104:
+		// A node restarts and cancels the waits of its previous process:
+		// later ids are of a new epoch. Or a stray cancel: of a recent
+		// epoch, the current one included, or of one not used yet. Epoch
+		// 0 (the ids before the first restart) is nobody's. The low bits
+		// are noise.
+		ep := g.epoch - min(g.epoch, uint64(g.src.intn(3)))
+		switch g.src.intn(6) {
+		case 0, 1, 2:
+			ep = g.epoch
+			g.epoch++
+			g.waitID = g.epoch << 32
+		case 3:
+			ep = g.epoch + 1
+		}
+		e = Entry{Op: OpCancelWaits, Time: g.time, WaitID: ep<<32 | uint64(g.src.intn(3))}
+	case k < 110:
+		e = Entry{Op: OpNodeJoin, Time: g.time, Node: g.pick(genNodes()), RaftAddr: g.pick(genAddrs()), Addr: g.pick(genAddrs())}
+		switch g.src.intn(12) {
+		case 0:
+			e.Node = ""
+		case 1:
+			e.RaftAddr = ""
+		case 2:
+			e.Addr = ""
+		}
+	default:
+		e = Entry{Op: OpNodeRemove, Time: g.time, Node: g.pick(genNodes())}
+		if g.src.intn(8) == 0 {
+			e.Node = ""
+		}
 	}
 	return g.index, e
 }
@@ -159,6 +193,19 @@ func compareReads(s *State, m *model, now int64) error {
 	wd, wok := m.nextDeadline()
 	if gd != wd || gok != wok {
 		return fmt.Errorf("NextDeadline() = %d %v, model %d %v", gd, gok, wd, wok)
+	}
+	if got, want := s.Members(), m.memberList(); !slices.Equal(got, want) {
+		return fmt.Errorf("Members() = %v, model %v", got, want)
+	}
+	for _, id := range append(genNodes(), "") {
+		got, gok := s.Member(id)
+		want, wok := m.members[id]
+		if got != want || gok != wok {
+			return fmt.Errorf("Member(%q) = %+v %v, model %+v %v", id, got, gok, want, wok)
+		}
+	}
+	if got, want := s.WaitIDs(), m.waitIDs(); !slices.Equal(got, want) {
+		return fmt.Errorf("WaitIDs() = %v, model %v", got, want)
 	}
 	if s.Time() != m.time {
 		return fmt.Errorf("Time() = %d, model %d", s.Time(), m.time)

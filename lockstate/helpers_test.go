@@ -212,6 +212,14 @@ func checkInvariants(s *State) error {
 	if len(s.memos) != nMemos {
 		return fmt.Errorf("%d memos indexed, %d listed", len(s.memos), nMemos)
 	}
+	for id, m := range s.members {
+		if m.ID != id || id == "" {
+			return fmt.Errorf("member %q recorded as %q", id, m.ID)
+		}
+		if !m.Removed && (m.RaftAddr == "" || m.Addr == "") {
+			return fmt.Errorf("live member %q without its addresses", id)
+		}
+	}
 	if len(s.timers) != nTimers {
 		return fmt.Errorf("%d timers, want %d", len(s.timers), nTimers)
 	}
@@ -235,7 +243,7 @@ func errName(err error) string {
 		{ErrStaleFence, "ErrStaleFence"}, {ErrCancelled, "ErrCancelled"},
 		{ErrTooManySessions, "ErrTooManySessions"}, {ErrTooManyLocks, "ErrTooManyLocks"},
 		{ErrTooManyWaiters, "ErrTooManyWaiters"}, {ErrSessionExists, "ErrSessionExists"},
-		{ErrBadEntry, "ErrBadEntry"},
+		{ErrBadEntry, "ErrBadEntry"}, {ErrNodeRemoved, "ErrNodeRemoved"}, {ErrBadResult, "ErrBadResult"},
 	} {
 		if err == c.err {
 			return c.name

@@ -41,6 +41,8 @@ func (s *State) load(k string, value []byte) error {
 		return s.loadLock(k[len(prefixLock):], &r)
 	case strings.HasPrefix(k, prefixWaiter):
 		return s.loadWaiter(k[len(prefixWaiter):], &r)
+	case strings.HasPrefix(k, prefixMember):
+		return s.loadMember(k[len(prefixMember):], &r)
 	case strings.HasPrefix(k, prefixMemo):
 		return s.loadMemo(k[len(prefixMemo):], &r)
 	default:
@@ -169,5 +171,30 @@ func (s *State) loadMemo(rest string, r *reader) error {
 	}
 	rf.memos = append(rf.memos, m)
 	s.memos[k] = m
+	return nil
+}
+
+func (s *State) loadMember(id string, r *reader) error {
+	m := &Member{ID: id, RaftAddr: r.str(), Addr: r.str()}
+	switch r.byte() {
+	case memberLive:
+	case memberRemoved:
+		m.Removed = true
+	default:
+		r.fail(errors.New("bad member flag"))
+	}
+	if err := r.done(); err != nil {
+		return err
+	}
+	if id == "" {
+		return errors.New("member without an id")
+	}
+	if !m.Removed && (m.RaftAddr == "" || m.Addr == "") {
+		return errors.New("live member without its addresses")
+	}
+	if s.members[id] != nil {
+		return errLoadOrder
+	}
+	s.members[id] = m
 	return nil
 }

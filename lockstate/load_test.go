@@ -2,11 +2,22 @@ package lockstate
 
 import (
 	"bytes"
+	"reflect"
+	"slices"
 	"testing"
 )
 
-// sampleRecords returns the records of a state with every kind of record.
+// sampleRecords returns the records of sampleState.
 func sampleRecords(t testing.TB) (keys, values [][]byte) {
+	_ = sampleState(t).Records(func(k, v []byte) error {
+		keys, values = append(keys, bytes.Clone(k)), append(values, bytes.Clone(v))
+		return nil
+	})
+	return keys, values
+}
+
+// sampleState returns a state with every kind of record.
+func sampleState(t testing.TB) *State {
 	s := New(Config{})
 	for i, e := range []Entry{
 		{Op: OpSessionOpen, Time: 1000, Session: "s1", TTL: 5000, Name: "n"},
@@ -16,16 +27,16 @@ func sampleRecords(t testing.TB) (keys, values [][]byte) {
 		{Op: OpFlock, Time: 1000, Session: "s2", Owner: "o", Lock: "a", Wait: 0, WaitID: 2},
 		{Op: OpFunlock, Time: 1000, Session: "s2", Lock: "b", Req: "r3"},
 		{Op: OpFlock, Time: 1000, Session: "s2", Lock: "c", Wait: NoWait, Req: "r4"},
+		{Op: OpNodeJoin, Time: 1000, Node: "n1", RaftAddr: "10.0.0.1:7000", Addr: "10.0.0.1:6380"},
+		{Op: OpNodeJoin, Time: 1000, Node: "n2", RaftAddr: "10.0.0.2:7000", Addr: "10.0.0.2:6380"},
+		{Op: OpNodeRemove, Time: 1000, Node: "n2"},
+		{Op: OpNodeRemove, Time: 1000, Node: "n3"},
 	} {
 		if _, err := s.Apply(uint64(i+1), e, newMemWriter()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_ = s.Records(func(k, v []byte) error {
-		keys, values = append(keys, bytes.Clone(k)), append(values, bytes.Clone(v))
-		return nil
-	})
-	return keys, values
+	return s
 }
 
 // TestLoadRejects feeds Load corrupted records: each is refused with an
@@ -43,7 +54,7 @@ func TestLoadRejects(t *testing.T) {
 	}
 	type edit func(k, v [][]byte)
 	set := func(i int, v []byte) edit { return func(_, vs [][]byte) { vs[i] = v } }
-	wl, ws, wm, ww := find(prefixLock), find(prefixSession), find(prefixMemo), find(prefixWaiter)
+	wl, ws, wm, ww, wn := find(prefixLock), find(prefixSession), find(prefixMemo), find(prefixWaiter), find(prefixMember)
 	for name, ed := range map[string]edit{
 		"unknown key":     func(ks, _ [][]byte) { ks[0] = []byte("x/y") },
 		"bad version":     set(ws, append([]byte{9}, values[ws][1:]...)),
@@ -56,6 +67,12 @@ func TestLoadRejects(t *testing.T) {
 		"memo error code": set(wm, []byte{1, 1, 'r', memoErr, 0}),
 		"memo no req":     set(wm, []byte{1, 0, memoNull}),
 		"short seq key":   func(ks, _ [][]byte) { ks[wm] = []byte("r/s") },
+		"member flag":     set(wn, []byte{1, 1, 'r', 1, 'a', 2}),
+		"member no flag":  set(wn, []byte{1, 1, 'r', 1, 'a'}),
+		"live no raft":    set(wn, []byte{1, 0, 1, 'a', memberLive}),
+		"live no addr":    set(wn, []byte{1, 1, 'r', 0, memberLive}),
+		"member no id":    func(ks, _ [][]byte) { ks[wn] = []byte(prefixMember) },
+		"member twice":    func(ks, vs [][]byte) { ks[wn+1], vs[wn+1] = ks[wn], vs[wn] },
 		"waiter first": func(ks, vs [][]byte) {
 			ks[wl], ks[ww] = ks[ww], ks[wl]
 			vs[wl], vs[ww] = vs[ww], vs[wl]
@@ -88,6 +105,60 @@ func TestLoadRejects(t *testing.T) {
 	}
 	if err := checkInvariants(s); err != nil {
 		t.Fatal(err)
+	}
+	if n := len(s.Members()); n != 3 {
+		t.Fatalf("%d members loaded", n)
+	}
+}
+
+// TestMembersReload: member records, live and removed, come back through
+// Records and Load byte for byte, and the reloaded state hashes and
+// behaves the same.
+func TestMembersReload(t *testing.T) {
+	orig := sampleState(t)
+	var members []string
+	_ = orig.Records(func(k, v []byte) error {
+		if bytes.HasPrefix(k, []byte(prefixMember)) {
+			members = append(members, string(k))
+		}
+		return nil
+	})
+	if want := []string{"n/n1", "n/n2", "n/n3"}; !slices.Equal(members, want) {
+		t.Fatalf("member records %q, want %q", members, want)
+	}
+	s, err := reload(orig) // checks the order of Records, and the hash
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Hash() != orig.Hash() {
+		t.Fatal("reloaded state hashes differently")
+	}
+	want := []Member{{ID: "n1", RaftAddr: "10.0.0.1:7000", Addr: "10.0.0.1:6380"},
+		{ID: "n2", RaftAddr: "10.0.0.2:7000", Addr: "10.0.0.2:6380", Removed: true}, {ID: "n3", Removed: true}}
+	if got := s.Members(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Members() = %+v", got)
+	}
+	ws, wo := newMemWriter(), newMemWriter()
+	_ = s.Records(func(k, v []byte) error { return ws.Set(k, v) })
+	_ = orig.Records(func(k, v []byte) error { return wo.Set(k, v) })
+	for i, e := range []Entry{
+		{Op: OpNodeJoin, Time: 2000, Node: "n3", RaftAddr: "r:1", Addr: "a:1"},
+		{Op: OpNodeJoin, Time: 2000, Node: "n2", RaftAddr: "r:1", Addr: "a:1"},
+		{Op: OpNodeJoin, Time: 2000, Node: "n1", RaftAddr: "r:1", Addr: "a:1"},
+		{Op: OpNodeRemove, Time: 2000, Node: "n1"},
+		{Op: OpNodeJoin, Time: 2000, Node: "n4", RaftAddr: "r:4", Addr: "a:4"},
+	} {
+		r1, err1 := s.Apply(uint64(100+i), e, ws)
+		r2, err2 := orig.Apply(uint64(100+i), e, wo)
+		if err1 != nil || err2 != nil || !reflect.DeepEqual(r1, r2) || s.Hash() != orig.Hash() {
+			t.Fatalf("%+v: %+v and %+v", e, r1, r2)
+		}
+		if err := sameRecords(s, ws); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m, _ := s.Member("n3"); !m.Removed || m.Addr != "" {
+		t.Fatalf("a removed id joined again after a reload: %+v", m)
 	}
 }
 
@@ -135,6 +206,16 @@ func FuzzLoad(f *testing.F) {
 			_, _ = s.Apply(index, Entry{Op: OpFlock, Session: id, Lock: "a", Wait: 0}, w)
 			index++
 			_, _ = s.Apply(index, Entry{Op: OpSessionKill, Session: id}, w)
+		}
+		for _, m := range s.Members() {
+			index++
+			_, _ = s.Apply(index, Entry{Op: OpNodeJoin, Node: m.ID, RaftAddr: "r:1", Addr: "a:1"}, w)
+			index++
+			_, _ = s.Apply(index, Entry{Op: OpNodeRemove, Node: m.ID}, w)
+		}
+		for _, id := range s.WaitIDs() {
+			index++
+			_, _ = s.Apply(index, Entry{Op: OpCancelWaits, WaitID: id}, w)
 		}
 		_, _ = s.Apply(index+1, Entry{Op: OpTick, Time: 1 << 62}, w)
 	})

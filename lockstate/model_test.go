@@ -2,6 +2,7 @@ package lockstate
 
 import (
 	"slices"
+	"strings"
 )
 
 // model is a naive second implementation of the semantics: plain slices and
@@ -14,6 +15,7 @@ type model struct {
 	now      int64
 	sessions map[string]*mSession
 	locks    map[string]*mLock
+	members  map[string]Member
 	wakes    []Wake
 }
 
@@ -45,7 +47,8 @@ type mWaiter struct {
 }
 
 func newModel(cfg Config) *model {
-	return &model{cfg: New(cfg).cfg, sessions: map[string]*mSession{}, locks: map[string]*mLock{}}
+	return &model{cfg: New(cfg).cfg, sessions: map[string]*mSession{}, locks: map[string]*mLock{},
+		members: map[string]Member{}}
 }
 
 func (m *model) apply(index uint64, e Entry) Result {
@@ -83,13 +86,46 @@ func (m *model) apply(index uint64, e Entry) Result {
 	case OpFunlock:
 		r = m.funlock(e, now)
 	case OpCancelWait:
-		if w := m.waiterWithID(e.WaitID); w != nil {
-			w.ids = slices.DeleteFunc(w.ids, func(x uint64) bool { return x == e.WaitID })
-			if len(w.ids) == 0 {
-				m.remove(w)
-				m.remember(w.session, w.req, Result{Err: ErrCancelled})
-			}
+		if m.cancel(e.WaitID) {
 			r.Int = 1
+		}
+	case OpCancelWaits:
+		var ids []uint64
+		for _, w := range m.waiters() {
+			for _, id := range w.ids {
+				if ep := e.WaitID >> 32; ep != 0 && id>>32 == ep {
+					ids = append(ids, id)
+				}
+			}
+		}
+		slices.Sort(ids)
+		for _, id := range ids {
+			m.cancel(id)
+		}
+		r.Int = int64(len(ids))
+	case OpNodeJoin:
+		old, ok := m.members[e.Node]
+		switch {
+		case e.Node == "" || e.RaftAddr == "" || e.Addr == "":
+			r.Err = ErrBadEntry
+		case old.Removed:
+			r.Err = ErrNodeRemoved
+		default:
+			m.members[e.Node] = Member{ID: e.Node, RaftAddr: e.RaftAddr, Addr: e.Addr}
+			if !ok {
+				r.Int = 1
+			}
+		}
+	case OpNodeRemove:
+		old, ok := m.members[e.Node]
+		switch {
+		case e.Node == "":
+			r.Err = ErrBadEntry
+		case !old.Removed:
+			m.members[e.Node] = Member{ID: e.Node, RaftAddr: old.RaftAddr, Addr: old.Addr, Removed: true}
+			if ok {
+				r.Int = 1
+			}
 		}
 	case OpForceUnlock:
 		if l := m.locks[e.Lock]; l == nil || l.token != e.Fence {
@@ -104,6 +140,20 @@ func (m *model) apply(index uint64, e Entry) Result {
 	r.Wakes = m.wakes
 	m.wakes = nil
 	return r
+}
+
+// cancel unbinds wait id id; a waiter left with none ends, CANCELLED.
+func (m *model) cancel(id uint64) bool {
+	w := m.waiterWithID(id)
+	if w == nil {
+		return false
+	}
+	w.ids = slices.DeleteFunc(w.ids, func(x uint64) bool { return x == id })
+	if len(w.ids) == 0 {
+		m.remove(w)
+		m.remember(w.session, w.req, Result{Err: ErrCancelled})
+	}
+	return true
 }
 
 // expire picks the earliest due deadline by a linear scan, again and again.
@@ -435,6 +485,24 @@ func (m *model) sessionIDs() []string {
 	ids := []string{}
 	for id := range m.sessions {
 		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (m *model) memberList() []Member {
+	ms := []Member{}
+	for _, x := range m.members {
+		ms = append(ms, x)
+	}
+	slices.SortFunc(ms, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+	return ms
+}
+
+func (m *model) waitIDs() []uint64 {
+	ids := []uint64{}
+	for _, w := range m.waiters() {
+		ids = append(ids, w.ids...)
 	}
 	slices.Sort(ids)
 	return ids

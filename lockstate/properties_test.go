@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -92,6 +93,26 @@ func (o *observer) observe(s *State, index uint64, e Entry, r Result) error {
 		}
 		if len(w.ids) == 0 {
 			o.resolve(w)
+		}
+	}
+	if e.Op == OpCancelWaits {
+		// Every pending id of the epoch, and only those, is cancelled.
+		var ids []uint64
+		for id := range o.pending {
+			if ep := e.WaitID >> 32; ep != 0 && id>>32 == ep {
+				ids = append(ids, id)
+			}
+		}
+		if int64(len(ids)) != r.Int {
+			return fmt.Errorf("cancelled %d wait ids of epoch %d, observed %d pending", r.Int, e.WaitID>>32, len(ids))
+		}
+		for _, id := range ids {
+			w := o.pending[id]
+			delete(o.pending, id)
+			w.ids = slices.DeleteFunc(w.ids, func(x uint64) bool { return x == id })
+			if len(w.ids) == 0 {
+				o.resolve(w)
+			}
 		}
 	}
 	if e.Op == OpFlock && r.Queued {

@@ -35,6 +35,11 @@ func TestConcurrentReads(t *testing.T) {
 				}
 				s.Sessions()
 				s.Counts()
+				s.Members()
+				s.WaitIDs()
+				for _, n := range genNodes() {
+					s.Member(n)
+				}
 				s.NextDeadline()
 			}
 		})

@@ -12,6 +12,7 @@ import (
 //
 //	l/<lock>                      held lock: holder session, owner, count, limit, token
 //	m/time                        cluster time of the last applied entry
+//	n/<id>                        cluster member: raft address, client address, removed
 //	r/<session>\x00<seq:8 BE>     remembered answer of a request: req, result
 //	s/<session>                   open session: name, ttl, created, deadline, next memo seq
 //	w/<lock>\x00<pos:8 BE>        queued FLOCK: session, owner, req, limit, deadline, wait ids
@@ -29,6 +30,7 @@ const (
 	recordVersion = 1
 
 	prefixLock    = "l/"
+	prefixMember  = "n/"
 	prefixMemo    = "r/"
 	prefixSession = "s/"
 	prefixWaiter  = "w/"
@@ -37,6 +39,7 @@ const (
 
 func sessionKey(id string) string { return prefixSession + id }
 func lockKey(name string) string  { return prefixLock + name }
+func memberKey(id string) string  { return prefixMember + id }
 func waiterKey(l string, p uint64) string {
 	return seqKey(prefixWaiter, l, p)
 }
@@ -64,7 +67,8 @@ func splitSeqKey(rest string) (string, uint64, bool) {
 	return rest[:len(rest)-9], binary.BigEndian.Uint64([]byte(rest[len(rest)-8:])), true
 }
 
-// The error codes of memorized results. Part of the record format.
+// The error codes of memorized results and of encoded Results. Part of the
+// record and forwarding formats: never reuse a code. 0 is no error.
 func errCode(err error) byte {
 	switch err {
 	case ErrNoSession:
@@ -87,6 +91,10 @@ func errCode(err error) byte {
 		return 9
 	case ErrBadEntry:
 		return 10
+	case ErrNodeRemoved:
+		return 11
+	case ErrBadResult:
+		return 12
 	}
 	return 0
 }
@@ -113,6 +121,10 @@ func codeErr(c byte) error {
 		return ErrSessionExists
 	case 10:
 		return ErrBadEntry
+	case 11:
+		return ErrNodeRemoved
+	case 12:
+		return ErrBadResult
 	}
 	return nil
 }
@@ -161,6 +173,22 @@ func appendWaiter(b []byte, w *waiter) []byte {
 	return b
 }
 
+// Member flags.
+const (
+	memberLive    = 0
+	memberRemoved = 1
+)
+
+func appendMember(b []byte, m *Member) []byte {
+	b = append(b, recordVersion)
+	b = appendString(b, m.RaftAddr)
+	b = appendString(b, m.Addr)
+	if m.Removed {
+		return append(b, memberRemoved)
+	}
+	return append(b, memberLive)
+}
+
 func appendMemo(b []byte, m *memo) []byte {
 	b = append(b, recordVersion)
 	b = appendString(b, m.req)
@@ -201,6 +229,12 @@ func (s *State) lookup(b []byte, key string) ([]byte, bool) {
 			return b, false
 		}
 		b = appendWaiter(b, w)
+	case strings.HasPrefix(key, prefixMember):
+		m := s.members[key[len(prefixMember):]]
+		if m == nil {
+			return b, false
+		}
+		b = appendMember(b, m)
 	case strings.HasPrefix(key, prefixMemo):
 		m := s.findMemo(key[len(prefixMemo):])
 		if m == nil {
@@ -274,6 +308,9 @@ func (s *State) keys() []string {
 		for _, w := range l.queue {
 			keys = append(keys, waiterKey(name, w.pos))
 		}
+	}
+	for id := range s.members {
+		keys = append(keys, memberKey(id))
 	}
 	for id, rf := range s.refs {
 		for _, m := range rf.memos {

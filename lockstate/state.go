@@ -19,6 +19,7 @@ type State struct {
 	reqWaits map[sessReq]*waiter // queued FLOCKs that carry a REQ
 	waitIDs  map[uint64]*waiter
 	timers   timerHeap
+	members  map[string]*Member // cluster members, removed ones included
 
 	// Scratch of the Apply in progress.
 	index uint64              // log index of the entry; the token of its grants
@@ -111,6 +112,7 @@ func New(cfg Config) *State {
 		memos:    make(map[sessReq]*memo),
 		reqWaits: make(map[sessReq]*waiter),
 		waitIDs:  make(map[uint64]*waiter),
+		members:  make(map[string]*Member),
 		dirty:    make(map[string]struct{}),
 	}
 }
@@ -151,6 +153,12 @@ func (s *State) Apply(index uint64, e Entry, w Writer) (Result, error) {
 		r = s.cancelWait(e)
 	case OpForceUnlock:
 		r = s.forceUnlock(e)
+	case OpCancelWaits:
+		r = s.cancelWaits(e)
+	case OpNodeJoin:
+		r = s.joinNode(e)
+	case OpNodeRemove:
+		r = s.removeNode(e)
 	default:
 		r = Result{Err: ErrBadEntry}
 	}

@@ -1,6 +1,6 @@
 // Package lockstate is fenced's replicated state machine: sessions, fenced
-// locks, FIFO waiters and the request-id memory that makes retries exactly
-// once.
+// locks, FIFO waiters, the request-id memory that makes retries exactly
+// once, and the table of cluster members.
 //
 // It is pure and deterministic. It never reads a clock, never draws a random
 // number and never lets map order reach its output: the cluster time, session
@@ -40,8 +40,16 @@ var (
 	// already in use (the leader draws 128 random bits, so this means a bug
 	// or a replayed proposal).
 	ErrSessionExists = errors.New("lockstate: session id already exists")
-	// ErrBadEntry is wrapped by DecodeEntry for bytes that are not an entry.
+	// ErrBadEntry is wrapped by DecodeEntry for bytes that are not an entry,
+	// and answers an entry the state machine cannot apply (an unknown op, or
+	// a membership entry without its fields).
 	ErrBadEntry = errors.New("lockstate: malformed entry")
+	// ErrNodeRemoved answers OpNodeJoin for an id that was removed: ids are
+	// never reused.
+	ErrNodeRemoved = errors.New("lockstate: node id was removed from the cluster and may not be reused")
+	// ErrBadResult is wrapped by DecodeResult for bytes that are not a
+	// result.
+	ErrBadResult = errors.New("lockstate: malformed result")
 )
 
 // Op is the kind of an Entry.
@@ -57,6 +65,11 @@ const (
 	OpFunlock          Op = 6 // Lock, Session, Owner, Fence, Req
 	OpCancelWait       Op = 7 // WaitID: the waiting connection went away
 	OpForceUnlock      Op = 8 // Lock, Fence
+	// OpCancelWaits: WaitID = epoch<<32. A node restarted; every wait id
+	// of that epoch (its high 32 bits) is cancelled, as by OpCancelWait.
+	OpCancelWaits Op = 9
+	OpNodeJoin    Op = 10 // Node, RaftAddr, Addr: record a cluster member
+	OpNodeRemove  Op = 11 // Node: mark a member removed, forever
 )
 
 // NoWait is Entry.Wait for a FLOCK without WAIT: answer null at once when the
@@ -79,7 +92,11 @@ type Entry struct {
 	Limit   int64  // reentrancy limit for a new ownership; 0 = unlimited
 	Req     string // request id for exactly-once retries; "" = none
 	Fence   int64  // FUNLOCK FENCE / LOCK.FORCEUNLOCK token; 0 = not given
-	WaitID  uint64 // proposer-chosen id that a waiting FLOCK is answered under
+	WaitID  uint64 // proposer-chosen id that a waiting FLOCK is answered under; OpCancelWaits: epoch<<32
+
+	Node     string // node id (OpNodeJoin, OpNodeRemove)
+	RaftAddr string // node's Raft address (OpNodeJoin)
+	Addr     string // node's client (RESP) address (OpNodeJoin)
 }
 
 // Result is the answer to an applied entry.
@@ -92,6 +109,14 @@ type Result struct {
 	// Wakes answers waiting FLOCKs that this entry resolved (granted, timed
 	// out, cancelled, session ended), in a deterministic order.
 	Wakes []Wake
+}
+
+// Member is a cluster member as recorded by OpNodeJoin and OpNodeRemove. A
+// removed member keeps its record forever, so that its id is never reused;
+// one removed without ever joining has empty addresses.
+type Member struct {
+	ID, RaftAddr, Addr string
+	Removed            bool
 }
 
 // Wake answers a queued FLOCK: WaitID is the id its proposer chose.

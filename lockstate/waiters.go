@@ -89,21 +89,53 @@ func (s *State) cancelOwnWait(l *lock, session, owner string) {
 // cancelWait is OpCancelWait: the connection waiting under e.WaitID went
 // away. The wait ends when nobody is left to answer.
 func (s *State) cancelWait(e Entry) Result {
-	w := s.waitIDs[e.WaitID]
-	if w == nil {
+	if !s.cancelWaitID(e.WaitID) {
 		return Result{}
 	}
-	delete(s.waitIDs, e.WaitID)
-	w.waitIDs = slices.DeleteFunc(w.waitIDs, func(x uint64) bool { return x == e.WaitID })
+	return Result{Int: 1}
+}
+
+// cancelWaits is OpCancelWaits: a node restarted, so every wait it
+// registered in the process of epoch e.WaitID>>32 has nobody listening.
+// Each id of that epoch is cancelled as by OpCancelWait, in ascending order.
+// Epoch 0 is no node's: it matches nothing.
+func (s *State) cancelWaits(e Entry) Result {
+	epoch := e.WaitID >> 32
+	if epoch == 0 {
+		return Result{}
+	}
+	var ids []uint64
+	for id := range s.waitIDs {
+		if id>>32 == epoch {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids) // map order must not reach the memos' order
+	for _, id := range ids {
+		s.cancelWaitID(id)
+	}
+	return Result{Int: int64(len(ids))}
+}
+
+// cancelWaitID unbinds id from its waiter, if any. A waiter left with no
+// id leaves its queue, and its REQ is remembered as ErrCancelled; nobody is
+// woken, since nobody listens.
+func (s *State) cancelWaitID(id uint64) bool {
+	w := s.waitIDs[id]
+	if w == nil {
+		return false
+	}
+	delete(s.waitIDs, id)
+	w.waitIDs = slices.DeleteFunc(w.waitIDs, func(x uint64) bool { return x == id })
 	if len(w.waitIDs) > 0 {
 		s.markDirty(waiterKey(w.lock.name, w.pos))
-		return Result{Int: 1}
+		return true
 	}
 	s.removeWaiter(w)
 	if ss := s.sessions[w.session]; ss != nil {
 		s.remember(ss, w.req, Result{Err: ErrCancelled})
 	}
-	return Result{Int: 1}
+	return true
 }
 
 // timeOut ends a timed wait whose deadline has passed: the answer is null.

@@ -87,6 +87,8 @@ type Node struct {
 	trans     *raft.NetworkTransport
 	fsm       *fsm
 	readyTerm atomic.Uint64 // term whose barrier this node applied as leader
+	existing  bool          // the data directory held Raft state at start
+	verify    *verifier     // coalesced leadership checks for reads
 
 	appliedMu sync.Mutex
 	appliedCh chan struct{} // closed and replaced after every applied batch
@@ -111,6 +113,7 @@ func Open(cfg Config) (*Node, error) {
 		db.Close()
 		return nil, err
 	}
+	n.verify = &verifier{check: func() error { return n.raft.VerifyLeader().Error() }}
 	go n.watchLeadership()
 	return n, nil
 }
@@ -166,6 +169,7 @@ func (n *Node) open() error {
 	if err != nil {
 		return fmt.Errorf("raftstore: %w", err)
 	}
+	n.existing = existing
 	if n.raft, err = raft.NewRaft(rc, n.fsm, cache, n.logs, snaps, n.trans); err != nil {
 		n.trans.Close()
 		return fmt.Errorf("raftstore: start raft: %w", err)
@@ -247,6 +251,10 @@ func (n *Node) watchLeadership() {
 	}
 }
 
+// Existing reports whether the node restarted with Raft state: it is then
+// the member it was, and bootstrap or join requests are ignored.
+func (n *Node) Existing() bool { return n.existing }
+
 // CanPropose reports whether this node leads and has applied its barrier.
 func (n *Node) CanPropose() bool {
 	return n.raft.State() == raft.Leader && n.readyTerm.Load() == n.raft.CurrentTerm()
@@ -294,15 +302,25 @@ func (n *Node) Tick(ctx context.Context) error {
 }
 
 // Read runs fn on state that reflects every entry committed before Read was
-// called (a linearizable read): the leader captures its commit index,
-// confirms with a quorum that it still leads, and waits until it has
-// applied that index. now is the current cluster time.
+// called (a linearizable read): the leader, ready in its term, captures its
+// commit index, confirms with a quorum that it still leads (in a round
+// shared with concurrent reads but started after this one arrived), checks
+// that its term did not change meanwhile, and waits until it has applied
+// that index. now is the current cluster time. A deposed or cut-off leader
+// returns an error, never its old state.
 func (n *Node) Read(ctx context.Context, fn func(st *lockstate.State, now int64)) error {
 	if !n.CanPropose() {
 		return n.notReady()
 	}
+	term := n.raft.CurrentTerm()
 	idx := n.raft.CommitIndex()
-	if err := n.raft.VerifyLeader().Error(); err != nil {
+	if err := n.verify.verify(ctx); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %v", ErrNotReady, err)
+		}
+		return n.notReady()
+	}
+	if n.raft.CurrentTerm() != term || !n.CanPropose() {
 		return n.notReady()
 	}
 	if err := n.waitApplied(ctx, idx); err != nil {
@@ -385,7 +403,7 @@ type Status struct {
 	ID, State, Leader, LeaderID string
 	Term, CommitIndex, Applied  uint64
 	LastIndex, FirstIndex       uint64
-	Peers                       int
+	Peers, Voters               int
 	LastContact                 time.Time
 }
 
@@ -400,6 +418,11 @@ func (n *Node) Status() Status {
 	s.FirstIndex, _ = n.logs.FirstIndex()
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		s.Peers = len(f.Configuration().Servers)
+		for _, sv := range f.Configuration().Servers {
+			if sv.Suffrage == raft.Voter {
+				s.Voters++
+			}
+		}
 	}
 	return s
 }

@@ -34,6 +34,13 @@ type Config struct {
 	Join        string        // client address of a member to join
 	Metrics     string        // HTTP address for /metrics, /healthz, /readyz; "" = off
 	ClockOffset time.Duration // shifts this node's wall clock (tests only)
+	Redirect    bool          // a follower answers -MOVED instead of forwarding
+
+	// Log compaction: snapshot after this many new entries, keeping this
+	// many behind the snapshot for followers that lag a little. Zero means
+	// raftstore's defaults.
+	SnapshotThreshold uint64
+	TrailingLogs      uint64
 
 	DefaultTTL time.Duration // SESSION.OPEN without TTL
 	MinTTL     time.Duration
@@ -78,8 +85,6 @@ func (c Config) Validate() error {
 		return bad("default TTL %v is outside [%v, %v]", c.DefaultTTL, c.MinTTL, c.MaxTTL)
 	case c.MaxConns <= 0:
 		return bad("max connections must be positive")
-	case c.Join != "":
-		return bad("--join: joining a cluster is not supported by this version yet")
 	}
 	for _, a := range []struct{ flag, addr string }{{"--listen", c.Listen}, {"--raft-addr", c.RaftAddr}} {
 		host, _, err := net.SplitHostPort(a.addr)
@@ -90,6 +95,11 @@ func (c Config) Validate() error {
 		// this version does not have yet, only loopback is served.
 		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 			return bad("%s %q: a non-loopback address needs a password (protected mode)", a.flag, a.addr)
+		}
+	}
+	if c.Join != "" {
+		if _, _, err := net.SplitHostPort(c.Join); err != nil {
+			return bad("--join %q: %v", c.Join, err)
 		}
 	}
 	if c.Metrics != "" {
@@ -116,6 +126,9 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.Join, "join", "", "join the cluster of the member at this client `address`")
 	fs.StringVar(&cfg.Metrics, "metrics", "", "HTTP `address` for /metrics, /healthz, /readyz")
 	fs.DurationVar(&cfg.ClockOffset, "clock-offset", 0, "shift this node's wall clock (tests only; changes no expiry)")
+	fs.BoolVar(&cfg.Redirect, "redirect", false, "followers answer -MOVED 0 leader:port instead of forwarding (for Redis Cluster clients)")
+	fs.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", 0, "take a snapshot after `N` new log entries (0 = 16384)")
+	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", 0, "log entries kept behind a snapshot for lagging followers (`N`, 0 = 10240)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}

@@ -1,12 +1,11 @@
 package server
 
 import (
-	"fmt"
-
 	"errors"
-	"github.com/fenced/fenced/commands"
+	"fmt"
 	"strings"
 
+	"github.com/fenced/fenced/commands"
 	"github.com/fenced/fenced/lockstate"
 	"github.com/fenced/fenced/raftstore"
 	"github.com/fenced/fenced/resp"
@@ -34,6 +33,9 @@ var errorCodes = []struct {
 	code string
 }{
 	{raftstore.ErrUncertain, "UNCERTAIN"},
+	{ErrForwardLost, "UNCERTAIN"},
+	{ErrLeaderUnreachable, "TRYAGAIN"},
+	{ErrStarting, "TRYAGAIN"},
 	{raftstore.ErrNoLeader, "CLUSTERDOWN"},
 	{raftstore.ErrNotLeader, "TRYAGAIN"},
 	{raftstore.ErrNotReady, "TRYAGAIN"},
@@ -52,6 +54,10 @@ var packagePrefixes = []string{"commands: ", "lockstate: ", "raftstore: ", "serv
 
 // errorReply turns an error into a RESP error reply.
 func errorReply(err error) resp.Value {
+	var remote remoteError
+	if errors.As(err, &remote) {
+		return resp.Error(string(remote)) // the leader's reply, as it was
+	}
 	code := "ERR"
 	for _, ec := range errorCodes {
 		if errors.Is(err, ec.err) {

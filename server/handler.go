@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"strings"
 	"fmt"
 
+	"github.com/fenced/fenced/commands"
 	"github.com/fenced/fenced/lockstate"
 	"github.com/fenced/fenced/resp"
 )
@@ -28,6 +30,12 @@ func (s *Server) handlers() map[string]handlerFunc {
 		"dbsize":            s.dbsize,
 		"raft.snapshot":     s.raftSnapshot,
 		"raft.status":       s.raftStatus,
+		"raft.join":         s.raftJoin,
+		"raft.remove":       s.raftRemove,
+		"raft.transfer":     s.raftTransfer,
+		"raft.propose":      s.raftPropose,
+		"raft.link":         s.raftLink,
+		"cluster":           s.cluster,
 		"ping":              s.ping,
 		"echo":              s.echo,
 		"hello":             s.hello,
@@ -47,10 +55,28 @@ func (s *Server) handlers() map[string]handlerFunc {
 func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 	s.stats.commands.Add(1)
 	spec, err := s.table.Check(args)
+	if err == nil {
+		s.stats.calls[spec.Name].Add(1)
+	}
 	var v resp.Value
-	if err != nil {
+	switch {
+	case err != nil:
 		v = errorReply(err)
-	} else {
+	case !s.settled.Load() && linkOf(c) == "" && (spec.Has(commands.Write) || spec.Has(commands.Read)) && !strings.HasPrefix(spec.Name, "raft."):
+		v = errorReply(ErrStarting)
+	case s.cfg.Redirect && linkOf(c) == "" && (spec.Has(commands.Write) || spec.Has(commands.Read)) && !s.node.IsLeader():
+		v = s.moved()
+	case s.leaderOnly(c, spec):
+		addr, err := s.leaderAddr()
+		switch {
+		case err != nil:
+			v = errorReply(err)
+		case addr != "":
+			v = s.forwardRaw(c.Context(), addr, spec.Has(commands.Write), args)
+		default:
+			v = s.cmds[spec.Name](c, args)
+		}
+	default:
 		v = s.cmds[spec.Name](c, args)
 	}
 	if v.IsError() {
@@ -59,9 +85,37 @@ func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 	return v
 }
 
-// propose commits e and turns its result into a reply.
+// moved is the redirect-mode answer of a follower: -MOVED 0 leader:port,
+// with slot 0 because the whole keyspace is one shard.
+func (s *Server) moved() resp.Value {
+	addr, err := s.leaderAddr()
+	if err != nil {
+		return errorReply(err)
+	}
+	if addr == "" { // became leader meanwhile
+		addr = s.ln.Addr().String()
+	}
+	return resp.Error("MOVED 0 " + addr)
+}
+
+// leaderOnly reports whether a command must run on the leader as a whole:
+// reads (served only by a leader that confirmed it leads) and membership
+// changes. Commands that come over a link from another node never move on.
+func (s *Server) leaderOnly(c *resp.Conn, spec *commands.Spec) bool {
+	if linkOf(c) != "" {
+		return false
+	}
+	switch spec.Name {
+	case "raft.join", "raft.remove", "raft.transfer":
+		return true
+	}
+	return spec.Has(commands.Read)
+}
+
+// propose commits e, here or through the leader, and turns its result into
+// a reply.
 func (s *Server) propose(ctx context.Context, e lockstate.Entry) resp.Value {
-	res, err := s.node.Propose(ctx, e)
+	res, err := s.submit(ctx, e)
 	if err != nil {
 		return errorReply(err)
 	}

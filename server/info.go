@@ -23,6 +23,9 @@ const (
 
 var infoSections = []string{"server", "clients", "persistence", "stats", "keyspace", "raft"}
 
+// extraSections are shown only when asked for by name, or by all/everything.
+var extraSections = []string{"commandstats"}
+
 // info implements INFO [section ...]; ioredis requires loading:0.
 func (s *Server) info(c *resp.Conn, args [][]byte) resp.Value {
 	want := map[string]bool{}
@@ -30,6 +33,11 @@ func (s *Server) info(c *resp.Conn, args [][]byte) resp.Value {
 		sec := strings.ToLower(string(a))
 		if sec == "all" || sec == "everything" || sec == "default" {
 			for _, n := range infoSections {
+				want[n] = true
+			}
+		}
+		if sec == "all" || sec == "everything" {
+			for _, n := range extraSections {
 				want[n] = true
 			}
 		}
@@ -41,7 +49,7 @@ func (s *Server) info(c *resp.Conn, args [][]byte) resp.Value {
 		}
 	}
 	var b strings.Builder
-	for _, sec := range infoSections {
+	for _, sec := range append(infoSections[:len(infoSections):len(infoSections)], extraSections...) {
 		if !want[sec] {
 			continue
 		}
@@ -89,6 +97,14 @@ func (s *Server) infoSection(sec string) [][2]string {
 			out = append(out, [2]string{"db0", fmt.Sprintf("keys=%d,expires=0,avg_ttl=0", locks)})
 		}
 		return out
+	case "commandstats":
+		var out [][2]string
+		for _, spec := range s.table.All() {
+			if n := s.stats.calls[spec.Name].Load(); n > 0 {
+				out = append(out, [2]string{"cmdstat_" + spec.Name, fmt.Sprintf("calls=%d,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0", n)})
+			}
+		}
+		return out
 	case "raft":
 		st := s.node.Status()
 		contact := "never"
@@ -102,7 +118,8 @@ func (s *Server) infoSection(sec string) [][2]string {
 			{"raft_leader", st.Leader}, {"raft_leader_id", st.LeaderID},
 			{"raft_commit_index", utoa(st.CommitIndex)}, {"raft_applied_index", utoa(st.Applied)},
 			{"raft_first_index", utoa(st.FirstIndex)}, {"raft_last_index", utoa(st.LastIndex)},
-			{"raft_peers", strconv.Itoa(st.Peers)}, {"raft_last_contact_ms", contact},
+			{"raft_peers", strconv.Itoa(st.Peers)}, {"raft_voters", strconv.Itoa(st.Voters)},
+			{"raft_last_contact_ms", contact},
 		}
 	}
 	return nil
@@ -114,10 +131,11 @@ func (s *Server) role(_ *resp.Conn, _ [][]byte) resp.Value {
 	if st.State == "Leader" {
 		return resp.Array(resp.BulkString("master"), resp.Int(int64(st.Applied)), resp.Array())
 	}
-	host, port, _ := net.SplitHostPort(st.Leader)
+	leader, _ := s.leaderAddr() // the leader's client address, as Redis reports its master
+	host, port, _ := net.SplitHostPort(leader)
 	p, _ := strconv.Atoi(port)
 	state := "connected"
-	if st.Leader == "" {
+	if leader == "" {
 		state = "connect"
 	}
 	return resp.Array(resp.BulkString("slave"), resp.BulkString(host), resp.Int(int64(p)), resp.BulkString(state), resp.Int(int64(st.Applied)))
@@ -130,11 +148,30 @@ func (s *Server) raftSnapshot(_ *resp.Conn, _ [][]byte) resp.Value {
 	return resp.SimpleString("OK")
 }
 
+// raftStatus is RAFT.STATUS: this node's INFO raft fields, and the members
+// of the configuration with their client addresses, as this node sees them.
 func (s *Server) raftStatus(_ *resp.Conn, _ [][]byte) resp.Value {
 	var kvs []resp.Value
 	for _, kv := range s.infoSection("raft") {
 		kvs = append(kvs, resp.BulkString(strings.TrimPrefix(kv[0], "raft_")), resp.BulkString(kv[1]))
 	}
+	servers, _ := s.node.Servers()
+	nodes := make([]resp.Value, 0, len(servers))
+	for _, sv := range servers {
+		var m lockstate.Member
+		s.node.Local(func(st *lockstate.State) { m, _ = st.Member(sv.ID) })
+		suffrage := "nonvoter"
+		if sv.Voter {
+			suffrage = "voter"
+		}
+		nodes = append(nodes, resp.Map(
+			resp.BulkString("id"), resp.BulkString(sv.ID),
+			resp.BulkString("raft_addr"), resp.BulkString(sv.RaftAddr),
+			resp.BulkString("addr"), resp.BulkString(m.Addr),
+			resp.BulkString("suffrage"), resp.BulkString(suffrage),
+		))
+	}
+	kvs = append(kvs, resp.BulkString("nodes"), resp.Array(nodes...))
 	return resp.Map(kvs...)
 }
 

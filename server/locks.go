@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/fenced/fenced/commands"
 	"github.com/fenced/fenced/lockstate"
+	"github.com/fenced/fenced/raftstore"
 	"github.com/fenced/fenced/resp"
 )
 
@@ -24,8 +26,14 @@ func (s *Server) flock(c *resp.Conn, args [][]byte) resp.Value {
 	id, answer := s.waits.register()
 	defer s.waits.unregister(id)
 	e.WaitID = id
-	res, err := s.node.Propose(c.Context(), e)
+	res, err := s.submit(c.Context(), e)
 	if err != nil {
+		if errors.Is(err, raftstore.ErrUncertain) || errors.Is(err, ErrForwardLost) {
+			// If the FLOCK was queued after all, nobody will take its
+			// answer: cancel it. A cancel is ordered after the FLOCK in the
+			// log if the FLOCK is there at all.
+			s.cancelWait(id)
+		}
 		return errorReply(err)
 	}
 	if !res.Queued {
@@ -50,30 +58,8 @@ func (s *Server) flock(c *resp.Conn, args [][]byte) resp.Value {
 func (s *Server) cancelWait(id uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := s.node.Propose(ctx, lockstate.Entry{Op: lockstate.OpCancelWait, WaitID: id}); err != nil {
+	if _, err := s.submit(ctx, lockstate.Entry{Op: lockstate.OpCancelWait, WaitID: id}); err != nil {
 		s.log.Warn("cancel wait", "id", id, "err", err)
-	}
-}
-
-// cancelOrphanedWaits runs once this node can propose after start-up: every
-// queued FLOCK in the state belonged to a connection of an earlier process,
-// now closed, so each is cancelled as a closed connection's wait would be.
-// (With forwarding between nodes, only the node that holds a wait's
-// connection may decide this; that comes with the cluster.)
-func (s *Server) cancelOrphanedWaits(ctx context.Context) {
-	for !s.node.CanPropose() {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	var ids []uint64
-	s.node.Local(func(st *lockstate.State) { ids = st.WaitIDs() })
-	for _, id := range ids {
-		if !s.waits.registered(id) {
-			s.cancelWait(id)
-		}
 	}
 }
 

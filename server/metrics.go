@@ -11,6 +11,7 @@ import (
 type stats struct {
 	commands atomic.Int64
 	errors   atomic.Int64
+	calls    map[string]*atomic.Int64 // per command of the table; INFO commandstats
 }
 
 func (s *Server) serveMetrics() (*http.Server, error) {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/fenced/fenced/commands"
@@ -25,6 +26,11 @@ type Server struct {
 	clock   *session.Clock
 	ticker  *session.Ticker
 	waits   *waits
+	fwd     *forwarder
+	// settled is set once this node has recorded its address and cancelled
+	// the waits of its earlier process; until then its clients get
+	// -TRYAGAIN, so none of them can hand a lock to such a wait.
+	settled atomic.Bool
 	table   *commands.Table
 	rs      *resp.Server
 	ln      net.Listener
@@ -42,7 +48,11 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, waits: newWaits(), table: commands.New(), started: time.Now()}
+	w, err := newWaits(cfg.Data)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, waits: w, fwd: newForwarder(cfg.ID), table: commands.New(), started: time.Now()}
 	s.clock = session.NewClock(0)
 	// The ticker exists before the node: the node reports applied entries
 	// (Applied kicks the ticker) from the moment it opens.
@@ -53,8 +63,9 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.ln = ln
 	node, err := raftstore.Open(raftstore.Config{
-		ID: cfg.ID, RaftAddr: cfg.RaftAddr, Dir: cfg.Data, Bootstrap: cfg.Bootstrap,
+		ID: cfg.ID, RaftAddr: cfg.RaftAddr, Dir: cfg.Data, Bootstrap: cfg.Bootstrap && cfg.Join == "",
 		State: cfg.State, Clock: s.clock, Observer: s, Logger: cfg.Logger,
+		SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs,
 	})
 	if err != nil {
 		ln.Close()
@@ -65,6 +76,10 @@ func Start(cfg Config) (*Server, error) {
 	// down does not count towards any TTL.
 	s.clock.Observe(node.LastTime())
 	s.cmds = s.handlers()
+	s.stats.calls = make(map[string]*atomic.Int64)
+	for _, spec := range s.table.All() {
+		s.stats.calls[spec.Name] = new(atomic.Int64)
+	}
 	s.rs = &resp.Server{Handler: s, Limits: cfg.Limits, MaxConns: cfg.MaxConns, Logger: cfg.Logger}
 	return s, nil
 }
@@ -95,7 +110,8 @@ func (s *Server) Serve(ctx context.Context) error {
 	tctx, stopTicker := context.WithCancel(context.Background())
 	tickerDone := make(chan struct{})
 	go func() { defer close(tickerDone); s.ticker.Run(tctx) }()
-	go s.cancelOrphanedWaits(tctx)
+	go s.announce(tctx)
+	go s.promote(tctx)
 	var metrics *http.Server
 	if s.cfg.Metrics != "" {
 		m, err := s.serveMetrics()
@@ -109,8 +125,15 @@ func (s *Server) Serve(ctx context.Context) error {
 		metrics = m
 	}
 	s.log.Info("fenced serving", "listen", s.ln.Addr().String(), "raft", s.node.RaftAddr(), "data", s.cfg.Data, "id", s.cfg.ID)
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- s.rs.Serve(s.ln) }()
+	if s.cfg.Join != "" && !s.node.Existing() {
+		go func() {
+			if err := s.join(tctx); err != nil {
+				errc <- err
+			}
+		}()
+	}
 	var err error
 	select {
 	case <-ctx.Done():
@@ -127,6 +150,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	stopTicker()
 	<-tickerDone
+	s.fwd.close()
 	if cerr := s.node.Close(); cerr != nil && err == nil {
 		err = cerr
 	}

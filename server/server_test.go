@@ -94,7 +94,7 @@ func TestConfigValidate(t *testing.T) {
 		"default above max":    func(c *Config) { c.DefaultTTL = c.MaxTTL + time.Millisecond },
 		"zero max conns":       func(c *Config) { c.MaxConns = 0 },
 		"negative max conns":   func(c *Config) { c.MaxConns = -1 },
-		"join":                 func(c *Config) { c.Join = "127.0.0.1:6380" },
+		"join without port":    func(c *Config) { c.Join = "127.0.0.1" },
 		"listen without port":  func(c *Config) { c.Listen = "127.0.0.1" },
 		"listen all":           func(c *Config) { c.Listen = ":6379" },
 		"listen 0.0.0.0":       func(c *Config) { c.Listen = "0.0.0.0:6379" },
@@ -113,6 +113,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	for name, mod := range map[string]func(*Config){
 		"localhost":         func(c *Config) { c.Listen = "localhost:6379" },
+		"join":              func(c *Config) { c.Join = "127.0.0.1:6380" },
 		"ipv6 loopback":     func(c *Config) { c.RaftAddr = "[::1]:7379" },
 		"127.0.0.2":         func(c *Config) { c.Listen = "127.0.0.2:0" },
 		"ttl bounds equal":  func(c *Config) { c.MinTTL, c.MaxTTL, c.DefaultTTL = time.Second, time.Second, time.Second },
@@ -226,7 +227,7 @@ bootstrap false
 		"positional":        {args: []string{"extra"}, msg: `unexpected argument "extra"`},
 		"bad flag value":    {args: []string{"--clock-offset", "x"}},
 		"unknown flag":      {args: []string{"--nope"}},
-		"join unsupported":  {args: []string{"--join", "127.0.0.1:6379"}, msg: "--join"},
+		"join bad address":  {args: []string{"--join", "nowhere"}, msg: "--join"},
 		"non-loopback flag": {args: []string{"--raft-addr", "10.0.0.1:7379"}, msg: "--raft-addr"},
 	} {
 		args := tc.args
@@ -272,9 +273,9 @@ func startServer(t *testing.T) *Server {
 		}
 	})
 	deadline := time.Now().Add(10 * time.Second)
-	for !s.node.CanPropose() {
+	for !s.node.CanPropose() || !s.settled.Load() {
 		if time.Now().After(deadline) {
-			t.Fatal("the node did not become leader")
+			t.Fatal("the node did not become a settled leader")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

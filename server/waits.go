@@ -3,6 +3,11 @@ package server
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -12,32 +17,109 @@ import (
 // waits routes the answers of queued FLOCKs (lockstate.Wake) to the
 // connections waiting for them on this node. A wait id is chosen here before
 // proposing and travels in the entry, so the answer can arrive in any later
-// entry, even one applied before Propose returns.
+// entry, even one applied before Propose returns, and on whichever node
+// holds the client's connection: every node applies every entry.
+//
+// An id is epoch<<32 | counter, where the epoch is drawn at random by each
+// process and kept in the data directory. When the process ends, its
+// waits' connections are gone; the next process of this node cancels every
+// wait of its earlier epochs through Raft (OpCancelWaits), so no lock is
+// handed to a connection that no longer exists.
 type waits struct {
-	next atomic.Uint64
-	mu   sync.Mutex
-	m    map[uint64]chan lockstate.Result
+	epoch uint64
+	next  atomic.Uint32
+	file  string
+	old   []uint64 // epochs of earlier processes that may have waits left
+
+	mu sync.Mutex
+	m  map[uint64]chan lockstate.Result
 	// done is closed when the server shuts down: waiting FLOCKs cancel
 	// their waits instead of holding the shutdown up.
 	done     chan struct{}
 	doneOnce sync.Once
 }
 
-func newWaits() *waits {
-	w := &waits{m: make(map[uint64]chan lockstate.Result), done: make(chan struct{})}
-	var seed [8]byte
-	rand.Read(seed[:])
-	// A random start keeps ids of different nodes (and restarts) apart.
-	w.next.Store(binary.LittleEndian.Uint64(seed[:]))
-	return w
+// epochFile is where a node keeps the epochs whose waits may still be
+// queued.
+const epochFile = "wait-epochs"
+
+func newWaits(dir string) (*waits, error) {
+	w := &waits{m: make(map[uint64]chan lockstate.Result), done: make(chan struct{}), file: filepath.Join(dir, epochFile)}
+	b, err := os.ReadFile(w.file)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	for _, f := range strings.Fields(string(b)) {
+		e, err := strconv.ParseUint(f, 16, 32)
+		if err != nil || e == 0 {
+			return nil, fmt.Errorf("server: %s: bad epoch %q", w.file, f)
+		}
+		w.old = append(w.old, e)
+	}
+	for w.epoch == 0 || containsEpoch(w.old, w.epoch) {
+		var seed [4]byte
+		rand.Read(seed[:])
+		w.epoch = uint64(binary.LittleEndian.Uint32(seed[:]))
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("server: data dir: %w", err)
+	}
+	// The new epoch is on disk before any id of it is used.
+	if err := w.writeEpochs(w.old); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func containsEpoch(l []uint64, e uint64) bool {
+	for _, x := range l {
+		if x == e {
+			return true
+		}
+	}
+	return false
+}
+
+// writeEpochs records the epochs that may have waits: the given old ones
+// and this process's own.
+func (w *waits) writeEpochs(old []uint64) error {
+	var b strings.Builder
+	for _, e := range append(old[:len(old):len(old)], w.epoch) {
+		fmt.Fprintf(&b, "%08x\n", e)
+	}
+	tmp := w.file + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err == nil {
+		_, err = f.WriteString(b.String())
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		err = os.Rename(tmp, w.file)
+	}
+	if err != nil {
+		return fmt.Errorf("server: wait epochs: %w", err)
+	}
+	return nil
+}
+
+// oldEpochs returns the epochs of earlier processes.
+func (w *waits) oldEpochs() []uint64 { return append([]uint64(nil), w.old...) }
+
+// forgetEpochs keeps only the given old epochs on disk: the others' waits
+// have been cancelled.
+func (w *waits) forgetEpochs(left []uint64) {
+	w.old = append([]uint64(nil), left...)
+	w.writeEpochs(w.old) // best effort: a leftover epoch costs one no-op cancel next time
 }
 
 // register returns a fresh id and the channel its answer will arrive on.
 func (w *waits) register() (uint64, <-chan lockstate.Result) {
-	id := w.next.Add(1)
-	if id == 0 {
-		id = w.next.Add(1)
-	}
+	id := w.epoch<<32 | uint64(w.next.Add(1))
 	ch := make(chan lockstate.Result, 1)
 	w.mu.Lock()
 	w.m[id] = ch
@@ -67,11 +149,3 @@ func (w *waits) deliver(wakes []lockstate.Wake) {
 }
 
 func (w *waits) shutdown() { w.doneOnce.Do(func() { close(w.done) }) }
-
-// registered reports whether id waits on this node.
-func (w *waits) registered(id uint64) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	_, ok := w.m[id]
-	return ok
-}

@@ -106,6 +106,12 @@ type nodeOpts struct {
 	// temporary directory): it must use its defaults.
 	noFlags bool
 	workDir string
+	// args are appended to the node's flags (cluster tests: --id, --join,
+	// --clock-offset ...).
+	args []string
+	// noWait starts the process without waiting for it to serve reads
+	// (a node whose cluster has no quorum yet).
+	noWait bool
 }
 
 // node is one fenced process, restartable on the same data directory and
@@ -126,6 +132,7 @@ type node struct {
 	exited  chan struct{} // closed when the current run's process has exited
 	exitErr error
 	runs    int
+	stopped bool // SIGSTOPped by the test
 }
 
 var servingRE = regexp.MustCompile(`msg="fenced serving" listen=(\S+) raft=(\S+)`)
@@ -148,15 +155,23 @@ func startNode(t testing.TB, opts nodeOpts) *node {
 			"--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 			"--raft-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		}
+		n.args = append(n.args, opts.args...)
 	}
 	// Registered after the temporary directories, so it runs before they
 	// are removed.
 	t.Cleanup(n.cleanup)
-	n.start()
+	if opts.noWait {
+		n.startNoWait()
+	} else {
+		n.start()
+	}
 	return n
 }
 
 func (n *node) cleanup() {
+	if n.paused() {
+		n.resume() // a stopped process ignores SIGTERM until continued
+	}
 	n.mu.Lock()
 	cmd, exited := n.cmd, n.exited
 	n.mu.Unlock()
@@ -224,6 +239,24 @@ func (n *node) start() {
 	defer cancel()
 	if err := n.waitReady(ctx); err != nil {
 		t.Fatalf("fenced at %s never became ready: %v", n.addr, err)
+	}
+}
+
+// startNoWait runs the binary once more and waits only for its "serving"
+// line, not for reads to succeed.
+func (n *node) startNoWait() {
+	n.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := n.startOnce()
+		if err == nil {
+			return
+		}
+		if strings.Contains(err.Error(), "address already in use") && time.Now().Before(deadline) {
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		n.t.Fatalf("starting fenced: %v", err)
 	}
 }
 

@@ -1,0 +1,229 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/fenced/fenced/lockstate"
+	"github.com/fenced/fenced/raftstore"
+	"github.com/fenced/fenced/resp"
+)
+
+// Errors of forwarding to the leader (SPEC section 6).
+var (
+	// ErrLeaderUnreachable means the command never reached the leader:
+	// nothing was applied and a retry is safe.
+	ErrLeaderUnreachable = errors.New("server: cannot reach the leader")
+	// ErrForwardLost means the link to the leader broke after the command
+	// was sent: it may or may not have been applied.
+	ErrForwardLost = errors.New("server: outcome unknown: the link to the leader broke after sending")
+	// ErrStarting answers clients of a node that has not yet cancelled the
+	// waits its earlier process left queued; nothing was applied.
+	ErrStarting = errors.New("server: node starting: cancelling the waits of its previous run")
+)
+
+// Forwarding bounds. A forwarded proposal waits longer than the leader's
+// own enqueue timeout plus an election, so a reply lost to a timeout here is
+// rare; a timed-out read was never applied and is retryable.
+const (
+	dialTimeout    = time.Second
+	proposeTimeout = 15 * time.Second
+	readTimeout    = 5 * time.Second
+	maxIdleLinks   = 64
+)
+
+// remoteError is an error reply from the leader, relayed as it was sent.
+type remoteError string
+
+func (e remoteError) Error() string { return string(e) }
+
+// connState is what the server keeps per client connection.
+type connState struct {
+	link string // the id of the node that forwards over this connection
+}
+
+func linkOf(c *resp.Conn) string {
+	if c == nil {
+		return ""
+	}
+	if st, ok := c.State().(*connState); ok {
+		return st.link
+	}
+	return ""
+}
+
+// forwarder keeps idle link connections to the leader's client address.
+// A link carries one request at a time, so each forwarded request keeps
+// the order of the client connection it came from (that connection's
+// commands run one after another), and a blocked client holds up only its
+// own link.
+type forwarder struct {
+	self string // this node's id, sent in RAFT.LINK
+
+	mu   sync.Mutex
+	idle map[string][]*resp.Client
+}
+
+func newForwarder(self string) *forwarder {
+	return &forwarder{self: self, idle: make(map[string][]*resp.Client)}
+}
+
+// do sends args to the node at addr and returns its reply. Errors wrap
+// resp.ErrNotSent when nothing reached the leader, resp.ErrReplyLost when
+// the reply was lost after sending. It never retries.
+func (f *forwarder) do(ctx context.Context, addr string, timeout time.Duration, args ...[]byte) (resp.Value, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c, err := f.get(ctx, addr)
+	if err != nil {
+		return resp.Value{}, fmt.Errorf("%w: %v", resp.ErrNotSent, err)
+	}
+	v, err := c.Do(ctx, args...)
+	if err != nil || c.Broken() {
+		c.Close()
+		return v, err
+	}
+	f.put(addr, c)
+	return v, nil
+}
+
+func (f *forwarder) get(ctx context.Context, addr string) (*resp.Client, error) {
+	f.mu.Lock()
+	if l := f.idle[addr]; len(l) > 0 {
+		c := l[len(l)-1]
+		f.idle[addr] = l[:len(l)-1]
+		f.mu.Unlock()
+		return c, nil
+	}
+	f.mu.Unlock()
+	c, err := resp.Dial(ctx, addr, dialTimeout)
+	if err != nil {
+		return nil, err
+	}
+	// RESP3 replies keep their types (maps, nulls) for relaying in either
+	// protocol; RAFT.LINK stops the leader from forwarding them on.
+	for _, args := range [][][]byte{{[]byte("HELLO"), []byte("3")}, {[]byte("RAFT.LINK"), []byte(f.self)}} {
+		v, err := c.Do(ctx, args...)
+		if err == nil && v.IsError() {
+			err = fmt.Errorf("%s: %s", args[0], v.Text())
+		}
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (f *forwarder) put(addr string, c *resp.Client) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.idle[addr]) >= maxIdleLinks {
+		c.Close()
+		return
+	}
+	f.idle[addr] = append(f.idle[addr], c)
+}
+
+// close drops every idle link.
+func (f *forwarder) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for addr, l := range f.idle {
+		for _, c := range l {
+			c.Close()
+		}
+		delete(f.idle, addr)
+	}
+}
+
+// leaderAddr returns the client address of the leader when it is another
+// node, or "" when this node leads (or is the only place to ask).
+func (s *Server) leaderAddr() (string, error) {
+	if s.node.IsLeader() {
+		return "", nil
+	}
+	id := s.node.Leader()
+	if id == "" {
+		return "", raftstore.ErrNoLeader
+	}
+	var m lockstate.Member
+	var ok bool
+	s.node.Local(func(st *lockstate.State) { m, ok = st.Member(id) })
+	if !ok || m.Addr == "" {
+		return "", fmt.Errorf("%w: the client address of leader %q is not known yet", ErrLeaderUnreachable, id)
+	}
+	return m.Addr, nil
+}
+
+// submit commits e through Raft: on this node if it leads, else by
+// forwarding it to the leader, which stamps the time and proposes it. Only
+// the proposer's answer comes back: wakes are delivered by every node from
+// its own apply, so a waiting FLOCK is answered where its client is.
+func (s *Server) submit(ctx context.Context, e lockstate.Entry) (lockstate.Result, error) {
+	addr, err := s.leaderAddr()
+	if err != nil {
+		return lockstate.Result{}, err
+	}
+	if addr == "" {
+		return s.node.Propose(ctx, e)
+	}
+	v, err := s.fwd.do(ctx, addr, proposeTimeout, []byte("RAFT.PROPOSE"), e.Encode(nil))
+	switch {
+	case errors.Is(err, resp.ErrNotSent):
+		return lockstate.Result{}, fmt.Errorf("%w: %v", ErrLeaderUnreachable, err)
+	case err != nil:
+		return lockstate.Result{}, fmt.Errorf("%w: %v", ErrForwardLost, err)
+	case v.IsError():
+		return lockstate.Result{}, remoteError(v.Text())
+	}
+	res, err := lockstate.DecodeResult([]byte(v.Text()))
+	if err != nil {
+		return lockstate.Result{}, fmt.Errorf("%w: %v", ErrForwardLost, err)
+	}
+	return res, nil
+}
+
+// forwardRaw sends a whole command to the leader and relays its reply: for
+// reads, which the leader must serve, and membership commands. A failure is
+// never uncertain for a read; for a membership change it is.
+func (s *Server) forwardRaw(ctx context.Context, addr string, write bool, args [][]byte) resp.Value {
+	timeout := readTimeout
+	if write {
+		timeout = proposeTimeout
+	}
+	v, err := s.fwd.do(ctx, addr, timeout, args...)
+	switch {
+	case err == nil:
+		return v
+	case !write || errors.Is(err, resp.ErrNotSent):
+		return errorReply(fmt.Errorf("%w: %v", ErrLeaderUnreachable, err))
+	default:
+		return errorReply(fmt.Errorf("%w: %v", ErrForwardLost, err))
+	}
+}
+
+// raftPropose is RAFT.PROPOSE on the leader: the entry a follower built,
+// stamped with this leader's cluster time like every proposal.
+func (s *Server) raftPropose(c *resp.Conn, args [][]byte) resp.Value {
+	e, err := lockstate.DecodeEntry(args[1])
+	if err != nil {
+		return errorReply(err)
+	}
+	res, err := s.node.Propose(c.Context(), e)
+	if err != nil {
+		return errorReply(err)
+	}
+	return resp.Bulk(res.Encode(nil))
+}
+
+// raftLink is RAFT.LINK: commands on this connection come from another
+// node and are never forwarded again, so a stale view of the leader can't
+// make a loop.
+func (s *Server) raftLink(c *resp.Conn, args [][]byte) resp.Value {
+	c.SetState(&connState{link: string(args[1])})
+	return resp.SimpleString("OK")
+}
