@@ -24,9 +24,9 @@ test: ## vet, then every unit, integration and fuzz-seed test with -race
 
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 	@set -e; for t in \
-	  ./resp:FuzzReadCommand ./resp:FuzzReadCommandChunked ./resp:FuzzRoundTrip \
+	  ./resp:FuzzReadCommand ./resp:FuzzReadCommandChunked ./resp:FuzzRoundTrip ./resp:FuzzReadReply \
 	  ./commands:FuzzParse \
-	  ./lockstate:FuzzDecodeEntry ./lockstate:FuzzApply ./lockstate:FuzzLoad \
+	  ./lockstate:FuzzDecodeEntry ./lockstate:FuzzApply ./lockstate:FuzzLoad ./lockstate:FuzzDecodeResult \
 	  ./raftstore:FuzzLogStoreDecode ./raftstore:FuzzSnapshotRestore; do \
 	  pkg=$${t%%:*}; name=$${t##*:}; echo "== $$pkg $$name"; \
 	  $(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg; \

@@ -73,35 +73,45 @@ func newForwarder(self string) *forwarder {
 
 // do sends args to the node at addr and returns its reply. Errors wrap
 // resp.ErrNotSent when nothing reached the leader, resp.ErrReplyLost when
-// the reply was lost after sending. It never retries.
+// the reply was lost after sending. It never resends a command that may
+// have reached the leader.
 func (f *forwarder) do(ctx context.Context, addr string, timeout time.Duration, args ...[]byte) (resp.Value, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	c, err := f.get(ctx, addr)
-	if err != nil {
-		return resp.Value{}, fmt.Errorf("%w: %v", resp.ErrNotSent, err)
-	}
-	v, err := c.Do(ctx, args...)
-	if err != nil || c.Broken() {
+	for fresh := false; ; fresh = true {
+		c, pooled, err := f.get(ctx, addr, fresh)
+		if err != nil {
+			return resp.Value{}, fmt.Errorf("%w: %v", resp.ErrNotSent, err)
+		}
+		v, err := c.Do(ctx, args...)
+		if err == nil && !c.Broken() {
+			f.put(addr, c)
+			return v, nil
+		}
 		c.Close()
-		return v, err
+		// A pooled link the leader had closed meanwhile (a restart) is
+		// found before anything is written: the command never left, so a
+		// fresh link may carry it.
+		if !pooled || !errors.Is(err, resp.ErrNotSent) || ctx.Err() != nil {
+			return v, err
+		}
 	}
-	f.put(addr, c)
-	return v, nil
 }
 
-func (f *forwarder) get(ctx context.Context, addr string) (*resp.Client, error) {
+// get returns an idle link to addr, or a new one when there is none or
+// fresh is set; pooled tells which.
+func (f *forwarder) get(ctx context.Context, addr string, fresh bool) (c *resp.Client, pooled bool, err error) {
 	f.mu.Lock()
-	if l := f.idle[addr]; len(l) > 0 {
+	if l := f.idle[addr]; len(l) > 0 && !fresh {
 		c := l[len(l)-1]
 		f.idle[addr] = l[:len(l)-1]
 		f.mu.Unlock()
-		return c, nil
+		return c, true, nil
 	}
 	f.mu.Unlock()
-	c, err := resp.Dial(ctx, addr, dialTimeout)
+	c, err = resp.Dial(ctx, addr, dialTimeout)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// RESP3 replies keep their types (maps, nulls) for relaying in either
 	// protocol; RAFT.LINK stops the leader from forwarding them on.
@@ -112,10 +122,10 @@ func (f *forwarder) get(ctx context.Context, addr string) (*resp.Client, error) 
 		}
 		if err != nil {
 			c.Close()
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return c, nil
+	return c, false, nil
 }
 
 func (f *forwarder) put(addr string, c *resp.Client) {
