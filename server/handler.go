@@ -2,8 +2,8 @@ package server
 
 import (
 	"context"
-	"strings"
 	"fmt"
+	"strings"
 
 	"github.com/fenced/fenced/commands"
 	"github.com/fenced/fenced/lockstate"

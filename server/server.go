@@ -20,13 +20,13 @@ import (
 
 // Server is one running fenced node.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	node    *raftstore.Node
-	clock   *session.Clock
-	ticker  *session.Ticker
-	waits   *waits
-	fwd     *forwarder
+	cfg    Config
+	log    *slog.Logger
+	node   *raftstore.Node
+	clock  *session.Clock
+	ticker *session.Ticker
+	waits  *waits
+	fwd    *forwarder
 	// settled is set once this node has recorded its address and cancelled
 	// the waits of its earlier process; until then its clients get
 	// -TRYAGAIN, so none of them can hand a lock to such a wait.
