@@ -12,9 +12,19 @@ import (
 // everything a client of the leader can, FLOCK ... WAIT included, and its
 // pipelined commands are answered in order.
 func TestClusterFollowerServesEverything(t *testing.T) {
-	c := startCluster(t, 3)
+	// n3 runs in redirect mode; the forwarding checks use the other nodes.
+	c := startCluster(t, 3, nil, nil, []string{"--redirect"})
 	leader := c.leader(10 * time.Second)
-	fs := c.followers(leader)
+	redirecting := c.nodes[2]
+	var fs []*node
+	for _, f := range c.followers(leader) {
+		if f != redirecting {
+			fs = append(fs, f)
+		}
+	}
+	if len(fs) == 1 {
+		fs = append(fs, fs[0]) // n3 leads: both clients use the one forwarding follower
+	}
 	f1, f2 := fs[0], fs[1]
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
@@ -104,6 +114,42 @@ func TestClusterFollowerServesEverything(t *testing.T) {
 				t.Fatalf("SESSION.LIST through a follower = %v, want %s in it", list, s1)
 			}
 		})
+	}
+	if redirecting != leader {
+		t.Run("redirect", func(t *testing.T) { redirectChecks(t, c, leader, redirecting) })
+	}
+}
+
+// redirectChecks: a follower started with --redirect answers -MOVED 0
+// leader:port for lock commands, and CLUSTER presents the leader as the
+// master of every slot, so Redis Cluster clients route to it.
+func redirectChecks(t *testing.T, c *cluster, leader, n *node) {
+	cl := n.client(t)
+	_, err := do(tctx(t), cl, "FENCE", "anything")
+	if err == nil || err.Error() != "MOVED 0 "+leader.addr {
+		t.Fatalf("FENCE on a redirecting follower: %v, want MOVED 0 %s", err, leader.addr)
+	}
+	if v := mustStr(t, cl, "PING"); v != "PONG" {
+		t.Fatalf("PING = %q", v)
+	}
+	slots, err := cl.ClusterSlots(tctx(t)).Result()
+	if err != nil || len(slots) != 1 || slots[0].Start != 0 || slots[0].End != 16383 || len(slots[0].Nodes) != 3 || slots[0].Nodes[0].Addr != leader.addr {
+		t.Fatalf("CLUSTER SLOTS = %+v, %v: want slots 0-16383 with the leader %s first", slots, err, leader.addr)
+	}
+	// A Redis Cluster client pointed at the redirecting follower finds the
+	// leader and locks through it.
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{n.addr}, MaxRedirects: 3})
+	defer cc.Close()
+	sid, err := cc.Do(tctx(t), "SESSION.OPEN").Text()
+	if err != nil {
+		t.Fatalf("SESSION.OPEN through a cluster client: %v", err)
+	}
+	tok, err := cc.Do(tctx(t), "FLOCK", "redirected", sid).Int64()
+	if err != nil || tok <= 0 {
+		t.Fatalf("FLOCK through a cluster client: %d, %v", tok, err)
+	}
+	if got := mustInt(t, leader.client(t), "FENCE", "redirected"); got != tok {
+		t.Fatalf("FENCE on the leader = %d, want %d", got, tok)
 	}
 }
 

@@ -335,6 +335,9 @@ func (n *node) waitReady(ctx context.Context) error {
 		if err == nil {
 			return errors.New("FENCE of a lock never taken is not null")
 		}
+		if isCode(err, "MOVED") {
+			return nil // a follower in redirect mode that knows the leader
+		}
 		// Before it leads, the node must say so with a retryable code
 		// (SPEC section 6), nothing else.
 		var re redis.Error
