@@ -115,7 +115,7 @@ func (s *Server) infoSection(sec string) [][2]string {
 		}
 		return [][2]string{
 			{"raft_node_id", st.ID}, {"raft_role", strings.ToLower(st.State)}, {"raft_term", utoa(st.Term)},
-			{"raft_leader", st.Leader}, {"raft_leader_id", st.LeaderID},
+			{"raft_leader", st.Leader}, {"raft_leader_id", st.LeaderID}, {"raft_leader_addr", s.leaderClientAddr(st.LeaderID)},
 			{"raft_commit_index", utoa(st.CommitIndex)}, {"raft_applied_index", utoa(st.Applied)},
 			{"raft_first_index", utoa(st.FirstIndex)}, {"raft_last_index", utoa(st.LastIndex)},
 			{"raft_peers", strconv.Itoa(st.Peers)}, {"raft_voters", strconv.Itoa(st.Voters)},
@@ -123,6 +123,13 @@ func (s *Server) infoSection(sec string) [][2]string {
 		}
 	}
 	return nil
+}
+
+// leaderClientAddr is the client address of the leader id, "" if unknown.
+func (s *Server) leaderClientAddr(id string) string {
+	var m lockstate.Member
+	s.node.Local(func(st *lockstate.State) { m, _ = st.Member(id) })
+	return m.Addr
 }
 
 // role implements ROLE in Redis's shape: the leader is the master.

@@ -142,6 +142,13 @@ func (s *Server) Serve(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s.waits.shutdown()
+	if s.node.CanPropose() {
+		// Hand leadership over first, so the cluster doesn't wait for an
+		// election timeout (a single node has nobody to hand it to).
+		if terr := s.node.Transfer(""); terr == nil {
+			s.log.Info("leadership transferred before shutdown")
+		}
+	}
 	if serr := s.rs.Shutdown(sctx); serr != nil && !errors.Is(serr, resp.ErrServerClosed) {
 		s.log.Warn("shutdown", "err", serr)
 	}
