@@ -154,6 +154,9 @@ func (n *Node) open() error {
 	rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout / 2
 	rc.CommitTimeout = 5 * time.Millisecond
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	// How often raft compares the log with the threshold: a cheap check,
+	// so often enough that compaction follows the threshold closely.
+	rc.SnapshotInterval = time.Second
 	rc.TrailingLogs = cfg.TrailingLogs
 	rc.BatchApplyCh = true
 	rc.MaxAppendEntries = 512
