@@ -2,6 +2,7 @@ package test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,9 +133,17 @@ func redirectChecks(t *testing.T, c *cluster, leader, n *node) {
 	if v := mustStr(t, cl, "PING"); v != "PONG" {
 		t.Fatalf("PING = %q", v)
 	}
-	slots, err := cl.ClusterSlots(tctx(t)).Result()
-	if err != nil || len(slots) != 1 || slots[0].Start != 0 || slots[0].End != 16383 || len(slots[0].Nodes) != 3 || slots[0].Nodes[0].Addr != leader.addr {
-		t.Fatalf("CLUSTER SLOTS = %+v, %v: want slots 0-16383 with the leader %s first", slots, err, leader.addr)
+	shards, err := cl.ClusterShards(tctx(t)).Result()
+	if err != nil || len(shards) != 1 || len(shards[0].Slots) != 1 || shards[0].Slots[0].Start != 0 || shards[0].Slots[0].End != 16383 || len(shards[0].Nodes) != 3 {
+		t.Fatalf("CLUSTER SHARDS = %+v, %v: want one shard with slots 0-16383 and 3 nodes", shards, err)
+	}
+	if nd := shards[0].Nodes[0]; nd.Role != "master" || fmt.Sprintf("%s:%d", nd.IP, nd.Port) != leader.addr {
+		t.Fatalf("CLUSTER SHARDS master = %+v, want the leader %s", nd, leader.addr)
+	}
+	// SLOTS, which older cluster clients use, says the same.
+	slots, err := do(tctx(t), cl, "CLUSTER", "SLOTS")
+	if sl, ok := slots.([]any); err != nil || !ok || len(sl) != 1 || !strings.Contains(fmt.Sprint(sl[0]), strings.Replace(leader.addr, ":", " ", 1)) {
+		t.Fatalf("CLUSTER SLOTS = %v, %v: want one range naming the leader %s", slots, err, leader.addr)
 	}
 	// A Redis Cluster client pointed at the redirecting follower finds the
 	// leader and locks through it.
