@@ -71,11 +71,16 @@ func (s *State) unschedule(t *timer) {
 	}
 }
 
-// expire makes every deadline at or before now take effect, earliest first.
-// It runs before every op, so an op never sees a session or a wait that
-// should already be over, whatever the leader's ticks did.
+// expire makes every deadline before now take effect, earliest first. It
+// runs before every op, so an op never sees a session or a wait that should
+// already be over, whatever the leader's ticks did.
+//
+// A deadline is over only once the time is past it: entry times are whole
+// milliseconds read off a finer clock, so a stamp can be up to 1 ms behind
+// the instant it was taken, and "at the deadline" could be up to 1 ms
+// earlier than TTL after the renewal. Strictly after it never is.
 func (s *State) expire(now int64) {
-	for len(s.timers) > 0 && s.timers[0].deadline <= now {
+	for len(s.timers) > 0 && s.timers[0].deadline < now {
 		t := heap.Pop(&s.timers).(*timer)
 		if t.sess != nil {
 			s.endSession(t.sess)

@@ -138,7 +138,7 @@ func checkInvariants(s *State) error {
 			}
 			if w.timed {
 				nTimers++
-				if w.timer.deadline <= s.time {
+				if w.timer.deadline < s.time {
 					return fmt.Errorf("waiter %v on %q due at %d but time is %d", o, name, w.timer.deadline, s.time)
 				}
 			}
@@ -154,7 +154,7 @@ func checkInvariants(s *State) error {
 		if ss.id != id || ss.timer.sess != ss || ss.timer.hi == 0 {
 			return fmt.Errorf("session %q not scheduled", id)
 		}
-		if ss.ttl > 0 && ss.timer.deadline <= s.time {
+		if ss.ttl > 0 && ss.timer.deadline < s.time {
 			return fmt.Errorf("session %q due at %d but time is %d", id, ss.timer.deadline, s.time)
 		}
 	}

@@ -130,9 +130,9 @@ func (s *State) release(l *lock) {
 		// later in their order, is over already: it does not get the lock.
 		ss := s.sessions[w.session]
 		switch {
-		case ss == nil || ss.timer.deadline <= s.now:
+		case ss == nil || ss.timer.deadline < s.now:
 			s.wake(w, Result{Err: ErrNoSession})
-		case w.timed && w.timer.deadline <= s.now:
+		case w.timed && w.timer.deadline < s.now:
 			s.answer(w, Result{Null: true})
 		case len(s.refsOf(w.session).held) >= s.cfg.MaxLocksPerSession:
 			s.answer(w, Result{Err: ErrTooManyLocks})

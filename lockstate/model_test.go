@@ -163,7 +163,7 @@ func (m *model) expire(now int64) {
 		var bw *mWaiter
 		var bd int64
 		for _, s := range m.sessions {
-			if s.deadline > now {
+			if s.deadline >= now { // due only once time is past it
 				continue
 			}
 			if (bs == nil && bw == nil) || s.deadline < bd || (s.deadline == bd && bw == nil && s.id < bs.id) {
@@ -172,7 +172,7 @@ func (m *model) expire(now int64) {
 		}
 		for name, l := range m.locks {
 			for _, w := range l.queue {
-				if !w.timed || w.deadline > now {
+				if !w.timed || w.deadline >= now {
 					continue
 				}
 				if (bs == nil && bw == nil) || w.deadline < bd || (w.deadline == bd && (bw == nil ||
@@ -238,11 +238,11 @@ func (m *model) release(name string) {
 	for len(l.queue) > 0 {
 		w := l.queue[0]
 		m.remove(w)
-		if s := m.sessions[w.session]; s == nil || s.deadline <= m.now {
+		if s := m.sessions[w.session]; s == nil || s.deadline < m.now {
 			m.wake(w, Result{Err: ErrNoSession})
 			continue
 		}
-		if w.timed && w.deadline <= m.now {
+		if w.timed && w.deadline < m.now {
 			m.answer(w, Result{Null: true})
 			continue
 		}
@@ -478,7 +478,10 @@ func (m *model) nextDeadline() (int64, bool) {
 			d, ok = w.deadline, true
 		}
 	}
-	return d, ok
+	if !ok {
+		return 0, false
+	}
+	return addSat(d, 1), true // a deadline takes effect 1 ms past it
 }
 
 func (m *model) sessionIDs() []string {

@@ -170,13 +170,14 @@ func (s *State) Apply(index uint64, e Entry, w Writer) (Result, error) {
 // Time returns the cluster time of the last applied entry (0 when empty).
 func (s *State) Time() int64 { return s.time }
 
-// NextDeadline returns the earliest pending session or wait deadline, in
-// cluster ms: the time at which the leader should propose a tick.
+// NextDeadline returns the cluster time, in ms, at which the earliest
+// pending session or wait deadline takes effect (1 ms past it, see expire):
+// the time at which the leader should propose a tick.
 func (s *State) NextDeadline() (int64, bool) {
 	if len(s.timers) == 0 {
 		return 0, false
 	}
-	return s.timers[0].deadline, true
+	return addSat(s.timers[0].deadline, 1), true
 }
 
 func (s *State) markDirty(key string) { s.dirty[key] = struct{}{} }

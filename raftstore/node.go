@@ -35,8 +35,14 @@ var (
 	ErrUncertain = errors.New("raftstore: outcome unknown")
 )
 
-// Clock stamps proposed entries with the cluster time.
-type Clock interface{ Now() int64 }
+// Clock is the cluster clock that stamps proposed entries (session.Clock).
+// The node calls Lead once it is the ready leader of a term, having applied
+// every earlier entry, and Follow when it no longer leads.
+type Clock interface {
+	Now() int64
+	Lead()
+	Follow()
+}
 
 // Config configures a Node.
 type Config struct {
@@ -236,6 +242,7 @@ func (n *Node) watchLeadership() {
 		case <-t.C:
 		}
 		if n.raft.State() != raft.Leader {
+			n.cfg.Clock.Follow()
 			continue
 		}
 		term := n.raft.CurrentTerm()
@@ -246,6 +253,7 @@ func (n *Node) watchLeadership() {
 			n.cfg.Logger.Warn("leader barrier failed", "err", err)
 			continue
 		}
+		n.cfg.Clock.Lead()
 		n.readyTerm.Store(term)
 		n.cfg.Logger.Info("leader ready", "term", term)
 		if n.cfg.Observer != nil {

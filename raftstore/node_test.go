@@ -21,6 +21,8 @@ import (
 type sinceClock func() int64
 
 func (c sinceClock) Now() int64 { return c() }
+func (c sinceClock) Lead()      {}
+func (c sinceClock) Follow()    {}
 
 func newSinceClock() sinceClock {
 	start := time.Now()

@@ -12,16 +12,25 @@ import (
 	"time"
 )
 
-// Clock is the cluster clock as seen by one node: the cluster time of the
-// last entry this node applied, plus this node's monotonic time since it
-// applied it. It never runs ahead of the clock of the leader that stamped
-// that entry, so a new leader continues from there without jumping, and a
-// wall-clock step changes nothing because only monotonic readings are used.
+// Clock is the cluster clock as seen by one node (SPEC section 2).
+//
+// While the node follows, the clock is the cluster time of the last entry
+// it applied plus its monotonic time since it applied it, whatever it said
+// before: it is then never ahead of the leader that stamped that entry. A
+// node that led earlier and ran ahead of a later leader's stamps falls back
+// to them, so when it leads again it cannot expire something early that the
+// later leader renewed with a lower stamp.
+//
+// Once the node is the ready leader (Lead), it keeps its own time: it
+// continues from that estimate with its monotonic clock, and its own
+// entries, stamped by it, change nothing. Only monotonic readings are used,
+// so a wall-clock step changes nothing.
 type Clock struct {
-	mu   sync.Mutex
-	base int64     // cluster ms at mono
-	mono time.Time // monotonic reading taken when base was observed
-	now  func() time.Time
+	mu      sync.Mutex
+	base    int64     // cluster ms at mono
+	mono    time.Time // monotonic reading taken when base was set
+	leading bool
+	now     func() time.Time
 }
 
 // NewClock starts the clock at cluster time start (the last applied entry's
@@ -38,21 +47,31 @@ func newClock(start int64, now func() time.Time) *Clock {
 func (c *Clock) Now() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.nowLocked(c.now())
+	return c.base + c.now().Sub(c.mono).Milliseconds()
 }
 
-func (c *Clock) nowLocked(t time.Time) int64 {
-	return c.base + t.Sub(c.mono).Milliseconds()
-}
-
-// Observe is called with the time of every applied entry. A follower's
-// estimate catches up with the leader's stamps; on the node that stamped
-// the entry the estimate is already at or past it and nothing changes.
+// Observe is called with the time of every applied entry. While following,
+// the clock restarts from it.
 func (c *Clock) Observe(entryTime int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := c.now()
-	if entryTime > c.nowLocked(t) {
-		c.base, c.mono = entryTime, t
+	if !c.leading {
+		c.base, c.mono = entryTime, c.now()
 	}
+}
+
+// Lead is called when this node becomes the ready leader, after it applied
+// every entry of earlier terms: from now on the clock runs on its own.
+func (c *Clock) Lead() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.leading = true
+}
+
+// Follow is called when this node stops leading: the clock follows the
+// entries it applies again.
+func (c *Clock) Follow() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.leading = false
 }

@@ -49,26 +49,34 @@ func TestClockObserve(t *testing.T) {
 	c := newClock(1000, ft.now)
 	ft.advance(100 * time.Millisecond) // now 1100
 
-	// An earlier (or equal) entry time changes nothing.
-	for _, early := range []int64{0, 500, 1099, 1100} {
-		c.Observe(early)
-		if got := c.Now(); got != 1100 {
-			t.Fatalf("Now after Observe(%d) = %d, want 1100", early, got)
+	// Following, the clock restarts from every applied entry, earlier ones
+	// included: it is the last entry's time plus the time since.
+	for _, at := range []int64{5000, 500, 1100} {
+		c.Observe(at)
+		if got := c.Now(); got != at {
+			t.Fatalf("Now after Observe(%d) = %d, want %d", at, got, at)
 		}
 	}
-	// A later one jumps forward, and the clock runs on from there.
-	c.Observe(5000)
-	if got := c.Now(); got != 5000 {
-		t.Fatalf("Now after Observe(5000) = %d, want 5000", got)
-	}
 	ft.advance(250 * time.Millisecond)
-	if got := c.Now(); got != 5250 {
-		t.Fatalf("Now 250 ms after Observe(5000) = %d, want 5250", got)
+	if got := c.Now(); got != 1350 {
+		t.Fatalf("Now 250 ms after Observe(1100) = %d, want 1350", got)
 	}
-	// Observing what the clock already says, later, does not pull it back.
-	c.Observe(5000)
-	if got := c.Now(); got != 5250 {
-		t.Fatalf("Now after a stale Observe = %d, want 5250", got)
+
+	// Leading, it runs on its own: its own entries, applied after it
+	// stamped them, do not pull it back.
+	c.Lead()
+	ft.advance(50 * time.Millisecond)
+	c.Observe(1360)
+	if got := c.Now(); got != 1400 {
+		t.Fatalf("leading: Now after Observe(1360) = %d, want 1400", got)
+	}
+	// Following again, it falls back to the new leader's stamps even when
+	// they are behind: that is what keeps a former leader that ran ahead
+	// from expiring early what the new leader renewed.
+	c.Follow()
+	c.Observe(1300)
+	if got := c.Now(); got != 1300 {
+		t.Fatalf("following: Now after Observe(1300) = %d, want 1300", got)
 	}
 }
 
