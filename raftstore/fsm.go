@@ -21,6 +21,10 @@ var appliedKey = []byte{prefixMeta, 'a'}
 // batch is committed, outside the state lock, in log order.
 type Observer interface {
 	Applied(time int64, wakes []lockstate.Wake)
+	// Restored is called after a snapshot replaced the state: entries up to
+	// the snapshot were never applied here one by one, so their wakes were
+	// never reported. read runs fn on the restored state (or a later one).
+	Restored(read func(fn func(*lockstate.State)))
 }
 
 // fsm adapts lockstate.State to raft.BatchingFSM: it decodes entries,

@@ -130,7 +130,7 @@ func (n *Node) open() error {
 	if n.logs, err = NewLogStore(n.db); err != nil {
 		return err
 	}
-	if n.fsm, err = newFSM(n.db, cfg.State, observerFunc(n.applied)); err != nil {
+	if n.fsm, err = newFSM(n.db, cfg.State, nodeObserver{n}); err != nil {
 		return err
 	}
 	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
@@ -213,9 +213,20 @@ func (n *Node) restoreNewerSnapshot(snaps raft.SnapshotStore) error {
 	return n.fsm.Restore(rc)
 }
 
-type observerFunc func(int64, []lockstate.Wake)
+// nodeObserver is the FSM's observer: the node's own bookkeeping, then the
+// configured Observer.
+type nodeObserver struct{ n *Node }
 
-func (f observerFunc) Applied(t int64, w []lockstate.Wake) { f(t, w) }
+func (o nodeObserver) Applied(t int64, w []lockstate.Wake) { o.n.applied(t, w) }
+
+func (o nodeObserver) Restored(read func(fn func(*lockstate.State))) {
+	var t int64
+	read(func(st *lockstate.State) { t = st.Time() })
+	o.n.applied(t, nil)
+	if o.n.cfg.Observer != nil {
+		o.n.cfg.Observer.Restored(read)
+	}
+}
 
 func (n *Node) applied(t int64, wakes []lockstate.Wake) {
 	n.appliedMu.Lock()

@@ -126,6 +126,9 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	f.state, f.applied = st, applied
 	f.mu.Unlock()
+	if f.obs != nil {
+		f.obs.Restored(f.read)
+	}
 	return nil
 }
 

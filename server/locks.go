@@ -23,7 +23,7 @@ func (s *Server) flock(c *resp.Conn, args [][]byte) resp.Value {
 	}
 	// Register before proposing: the grant may be applied before Propose
 	// returns.
-	id, answer := s.waits.register()
+	id, answer := s.waits.register(r.Lock, r.Session, r.Owner)
 	defer s.waits.unregister(id)
 	e.WaitID = id
 	res, err := s.submit(c.Context(), e)
@@ -39,6 +39,7 @@ func (s *Server) flock(c *resp.Conn, args [][]byte) resp.Value {
 	if !res.Queued {
 		return resultReply(res)
 	}
+	s.waits.queued(id)
 	select {
 	case r := <-answer:
 		return resultReply(r)

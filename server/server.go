@@ -103,6 +103,13 @@ func (s *Server) Applied(t int64, wakes []lockstate.Wake) {
 	s.ticker.Kick()
 }
 
+// Restored is the raftstore.Observer's report of a snapshot install: FLOCKs
+// waiting here whose answer was decided inside the snapshot never got a
+// wake, so they are answered from the restored state.
+func (s *Server) Restored(read func(fn func(*lockstate.State))) {
+	read(func(st *lockstate.State) { s.waits.resolveMissing(st) })
+}
+
 // Serve runs until ctx is cancelled, then shuts down gracefully: stop
 // accepting, finish in-flight commands, close Raft and Pebble. Sessions are
 // not killed by a shutdown.

@@ -32,7 +32,7 @@ type waits struct {
 	old   []uint64 // epochs of earlier processes that may have waits left
 
 	mu sync.Mutex
-	m  map[uint64]chan lockstate.Result
+	m  map[uint64]*pendingWait
 	// done is closed when the server shuts down: waiting FLOCKs cancel
 	// their waits instead of holding the shutdown up.
 	done     chan struct{}
@@ -44,7 +44,7 @@ type waits struct {
 const epochFile = "wait-epochs"
 
 func newWaits(dir string) (*waits, error) {
-	w := &waits{m: make(map[uint64]chan lockstate.Result), done: make(chan struct{}), file: filepath.Join(dir, epochFile)}
+	w := &waits{m: make(map[uint64]*pendingWait), done: make(chan struct{}), file: filepath.Join(dir, epochFile)}
 	b, err := os.ReadFile(w.file)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("server: %w", err)
@@ -117,14 +117,56 @@ func (w *waits) forgetEpochs(left []uint64) {
 	w.writeEpochs(w.old) // best effort: a leftover epoch costs one no-op cancel next time
 }
 
-// register returns a fresh id and the channel its answer will arrive on.
-func (w *waits) register() (uint64, <-chan lockstate.Result) {
+// pendingWait is a FLOCK waiting on this node.
+type pendingWait struct {
+	ch                  chan lockstate.Result
+	lock, session, user string // what it asked for, to answer it after a restore
+	queued              bool   // the leader answered that it joined the queue
+}
+
+// register returns a fresh id for a FLOCK of (lock, session, owner) and the
+// channel its answer will arrive on.
+func (w *waits) register(lock, session, owner string) (uint64, <-chan lockstate.Result) {
 	id := w.epoch<<32 | uint64(w.next.Add(1))
-	ch := make(chan lockstate.Result, 1)
+	p := &pendingWait{ch: make(chan lockstate.Result, 1), lock: lock, session: session, user: owner}
 	w.mu.Lock()
-	w.m[id] = ch
+	w.m[id] = p
 	w.mu.Unlock()
-	return id, ch
+	return id, p.ch
+}
+
+// queued records that the FLOCK under id is in its lock's queue.
+func (w *waits) queued(id uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if p := w.m[id]; p != nil {
+		p.queued = true
+	}
+}
+
+// resolveMissing answers the queued waits that st shows decided: the owner
+// holds the lock (it was granted, in entries this node only received as a
+// snapshot) or the session is gone. Anything else is left waiting: the
+// snapshot may predate the FLOCK, whose entry then still comes; a wait
+// that timed out inside the snapshot ends when its client gives up.
+func (w *waits) resolveMissing(st *lockstate.State) {
+	live := map[uint64]bool{}
+	for _, id := range st.WaitIDs() {
+		live[id] = true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, p := range w.m {
+		if !p.queued || live[id] {
+			continue
+		}
+		r := st.Fence(p.lock, p.session, p.user, true)
+		if r.Err == lockstate.ErrNotOwner {
+			continue
+		}
+		delete(w.m, id)
+		p.ch <- r
+	}
 }
 
 func (w *waits) unregister(id uint64) {
@@ -141,9 +183,9 @@ func (w *waits) deliver(wakes []lockstate.Wake) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, k := range wakes {
-		if ch, ok := w.m[k.WaitID]; ok {
+		if p, ok := w.m[k.WaitID]; ok {
 			delete(w.m, k.WaitID)
-			ch <- k.Result
+			p.ch <- k.Result
 		}
 	}
 }
