@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/hashicorp/raft"
@@ -33,6 +34,8 @@ type fsm struct {
 	db  *pebble.DB
 	cfg lockstate.Config
 	obs Observer
+
+	lastTerm atomic.Uint64 // Raft term of the last entry applied
 
 	mu      sync.RWMutex // guards state and applied
 	state   *lockstate.State
@@ -121,6 +124,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 			continue // replayed after a restart: already in the state
 		}
 		applied = l.Index
+		f.lastTerm.Store(l.Term)
 		if l.Type != raft.LogCommand {
 			continue
 		}

@@ -217,7 +217,16 @@ func (n *Node) restoreNewerSnapshot(snaps raft.SnapshotStore) error {
 // configured Observer.
 type nodeObserver struct{ n *Node }
 
-func (o nodeObserver) Applied(t int64, w []lockstate.Wake) { o.n.applied(t, w) }
+func (o nodeObserver) Applied(t int64, w []lockstate.Wake) {
+	// An entry of a term this node does not lead as the ready leader was
+	// stamped by another node: the clock must follow it (session.Clock),
+	// even if leadership was lost and regained between two polls of
+	// watchLeadership.
+	if o.n.fsm.lastTerm.Load() != o.n.readyTerm.Load() {
+		o.n.cfg.Clock.Follow()
+	}
+	o.n.applied(t, w)
+}
 
 func (o nodeObserver) Restored(read func(fn func(*lockstate.State))) {
 	var t int64
