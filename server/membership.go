@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fenced/fenced/commands"
@@ -230,7 +231,7 @@ func (s *Server) announceSelf(ctx context.Context) error {
 func (s *Server) join(ctx context.Context) error {
 	args := [][]byte{[]byte("RAFT.JOIN"), []byte(s.cfg.ID), []byte(s.node.RaftAddr()), []byte(s.ln.Addr().String())}
 	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
-		v, err := s.fwd.do(ctx, s.cfg.Join, proposeTimeout, args...)
+		v, err := callOnce(ctx, s.cfg.Join, args...)
 		switch {
 		case err == nil && !v.IsError():
 			s.log.Info("joined the cluster", "via", s.cfg.Join)
@@ -250,9 +251,22 @@ func (s *Server) join(ctx context.Context) error {
 // ErrJoin is returned by Serve when the cluster refused this node.
 var ErrJoin = errors.New("server: join refused")
 
+// callOnce sends one command on a connection of its own, as a client
+// would: unlike a link, a member that is not the leader forwards it.
+func callOnce(ctx context.Context, addr string, args ...[]byte) (resp.Value, error) {
+	ctx, cancel := context.WithTimeout(ctx, proposeTimeout)
+	defer cancel()
+	c, err := resp.Dial(ctx, addr, dialTimeout)
+	if err != nil {
+		return resp.Value{}, err
+	}
+	defer c.Close()
+	return c.Do(ctx, args...)
+}
+
 func retryable(msg string) bool {
 	for _, p := range []string{"TRYAGAIN", "CLUSTERDOWN", "UNCERTAIN"} {
-		if len(msg) >= len(p) && msg[:len(p)] == p {
+		if strings.HasPrefix(msg, p) {
 			return true
 		}
 	}

@@ -40,12 +40,13 @@ func extraArgs(extra [][]string, i int) []string {
 }
 
 // add starts one more node with the given id: the first bootstraps, later
-// ones join through the first live node.
+// ones join through the most recently added live node, which is often a
+// follower (it forwards RAFT.JOIN to the leader).
 func (c *cluster) add(id string, args ...string) *node {
 	c.t.Helper()
 	a := append([]string{"--id", id}, args...)
 	if len(c.nodes) > 0 {
-		a = append(a, "--join", c.anyAlive().addr)
+		a = append(a, "--join", c.lastAlive().addr)
 	}
 	n := startNode(c.t, nodeOpts{args: a})
 	c.nodes = append(c.nodes, n)
@@ -53,9 +54,9 @@ func (c *cluster) add(id string, args ...string) *node {
 	return n
 }
 
-func (c *cluster) anyAlive() *node {
-	for _, n := range c.nodes {
-		if n.alive() && !n.paused() {
+func (c *cluster) lastAlive() *node {
+	for i := len(c.nodes) - 1; i >= 0; i-- {
+		if n := c.nodes[i]; n.alive() && !n.paused() {
 			return n
 		}
 	}
