@@ -26,7 +26,7 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 	@set -e; for t in \
 	  ./resp:FuzzReadCommand ./resp:FuzzReadCommandChunked ./resp:FuzzRoundTrip ./resp:FuzzReadReply \
 	  ./commands:FuzzParse \
-	  ./lockstate:FuzzDecodeEntry ./lockstate:FuzzApply ./lockstate:FuzzLoad ./lockstate:FuzzDecodeResult \
+	  ./lockstate:FuzzDecodeEntry ./lockstate:FuzzApply ./lockstate:FuzzLoad ./lockstate:FuzzDecodeResult ./lockstate:FuzzExec \
 	  ./raftstore:FuzzLogStoreDecode ./raftstore:FuzzSnapshotRestore; do \
 	  pkg=$${t%%:*}; name=$${t##*:}; echo "== $$pkg $$name"; \
 	  $(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg; \

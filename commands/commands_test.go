@@ -69,7 +69,7 @@ func TestCheck(t *testing.T) {
 		// Unknown commands, in Redis's words.
 		{line: "x a", err: ErrUnknown, msg: "unknown command 'x', with args beginning with: 'a' "},
 		{line: "x", err: ErrUnknown, msg: "unknown command 'x', with args beginning with: "},
-		{line: "GET k v", err: ErrUnknown, msg: "unknown command 'GET', with args beginning with: 'k' 'v' "},
+		{line: "GETX k v", err: ErrUnknown, msg: "unknown command 'GETX', with args beginning with: 'k' 'v' "},
 		{line: "flock.x l s", err: ErrUnknown},
 		{line: "flocks l s", err: ErrUnknown},
 		{line: "'' a", err: ErrUnknown, msg: "unknown command '', with args beginning with: 'a' "},

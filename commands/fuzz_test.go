@@ -18,6 +18,8 @@ var fuzzSeeds = []string{
 	"FENCE l", "FENCE l s OWNER t", "FENCE l s OWNER", "SESSION.OPEN", "SESSION.OPEN TTL 500 NAME n",
 	"SESSION.OPEN TTL 0", "SESSION.OPEN TTL", "LOCK.FORCEUNLOCK l 1", "LOCK.FORCEUNLOCK l x",
 	"lock.info l", "lock.info", "x a", "PING", "hello 3 SETNAME n", "client SETNAME n",
+	"SET k v NX PX 10 GET", "SET k v EX 0", "SET k v KEEPTTL EX 1", "PEXPIRE k 1 NX XX", "EXPIRE k 9223372036854776",
+	"GETRANGE k -1 5", "HINCRBY k f x", "DELEX k IFEQ v", "LPOP k -1", "HSET k f v g",
 }
 
 // FuzzParse splits bytes into arguments on NUL, checks them against the
@@ -107,6 +109,39 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("LOCK.FORCEUNLOCK parsed to %+v", r)
 			}
 		}
+		if fits("set") {
+			r, err := ParseSet(a)
+			checkParseErr(t, err)
+			if err == nil && (r.NX && r.XX || (r.Expire != SetNoExpire && r.Expire != SetKeepTTL) != (r.Millis > 0)) {
+				t.Fatalf("SET parsed to %+v", r)
+			}
+		}
+		if fits("pexpire") {
+			_, err := ParseExpire(a)
+			checkParseErr(t, err)
+		}
+		if fits("getrange") {
+			_, err := ParseGetRange(a)
+			checkParseErr(t, err)
+		}
+		if fits("hincrby") {
+			_, err := ParseHIncrBy(a)
+			checkParseErr(t, err)
+		}
+		if fits("delex") {
+			_, err := ParseDelEx(a)
+			checkParseErr(t, err)
+		}
+		if fits("lpop") {
+			_, err := ParseCount(a)
+			checkParseErr(t, err)
+		}
+		if fits("hset") {
+			_, err := ParsePairs(a, 2)
+			if err != nil && !errors.Is(err, ErrArity) {
+				t.Fatalf("ParsePairs: %v", err)
+			}
+		}
 		if len(a) > 1 {
 			if _, err := ParseProto(a[1]); err != nil && !errors.Is(err, ErrNotInteger) {
 				t.Fatalf("ParseProto: %v", err)
@@ -127,7 +162,11 @@ func checkParseErr(t *testing.T, err error) {
 	if err == nil {
 		return
 	}
-	if !errors.Is(err, ErrSyntax) && !errors.Is(err, ErrNotInteger) {
+	known := false
+	for _, e := range []error{ErrSyntax, ErrNotInteger, ErrInvalidExpire, ErrExpireNX, ErrExpireGTLT, ErrUnsupportedOption, ErrOutOfRange} {
+		known = known || errors.Is(err, e)
+	}
+	if !known {
 		t.Fatalf("parse error %v is neither ErrSyntax nor ErrNotInteger", err)
 	}
 	checkMsg(t, err)

@@ -28,6 +28,12 @@ import (
 //	member id=N              a member's record, or "unknown"
 //	sessions | counts | deadline | time | records | members | waitids
 //	reload                   replace the state by one rebuilt from its Records
+//	read [now=N]             one keyspace read command per input line, through Exec
+//	keyfence key=K [now=N]   FENCE of a plain key (KeyFence)
+//
+// An apply line "[index=N] [time=N] exec CMD ARG..." is an OpExec whose Args
+// are the rest of the line (” for an empty argument); its output is the
+// Reply.
 //
 // now defaults to Time(). After every apply the harness checks the
 // invariants and that the writes reproduce Records, and that a reload of the
@@ -52,6 +58,8 @@ import (
 //	            leader derives cluster time is raftstore's to test.
 //	bounds      the Config limits
 //	records     the record layout and Load
+//	keys        the Redis keyspace: strings, TTLs, hashes, lists, KEYS,
+//	            FENCE of a plain key, and its sharing names with locks
 //
 // Not applicable here: 29 (lock-delay is not implemented), and 30 to 36
 // (partitions, crashes, pauses, membership, snapshots under load: cluster
@@ -136,6 +144,27 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 	case "fence":
 		_, with := args["session"]
 		return fmtResult(h.s.Fence(args["lock"], args["session"], args["owner"], with)), nil
+	case "read":
+		// One read command per input line, through Exec at now.
+		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+			var cmd []string
+			for _, a := range strings.Fields(line) {
+				if a == "''" {
+					a = ""
+				}
+				cmd = append(cmd, a)
+			}
+			before := h.s.Hash()
+			fmt.Fprintf(&b, "%s: %s\n", line, h.s.Exec(cmd, now))
+			if h.s.Hash() != before {
+				return "", fmt.Errorf("Exec(%q) changed the state", line)
+			}
+		}
+	case "keyfence":
+		if f, ok := h.s.KeyFence(args["key"], now); ok {
+			return fmt.Sprint(f), nil
+		}
+		return "none", nil
 	case "member":
 		m, ok := h.s.Member(args["id"])
 		if !ok {
@@ -195,7 +224,19 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 func (h *harness) apply(b *strings.Builder, line string) error {
 	e := Entry{Wait: NoWait}
 	index, when := h.index+1, h.time
-	for _, f := range strings.Fields(line) {
+	fields := strings.Fields(line)
+	for i, f := range fields {
+		if f == "exec" {
+			// The rest of the line is the command; '' is an empty argument.
+			e.Op = OpExec
+			for _, a := range fields[i+1:] {
+				if a == "''" {
+					a = ""
+				}
+				e.Args = append(e.Args, a)
+			}
+			break
+		}
 		k, v, ok := strings.Cut(f, "=")
 		if !ok {
 			op, err := parseOp(k)
@@ -261,8 +302,11 @@ func (h *harness) apply(b *strings.Builder, line string) error {
 		return err
 	}
 	res := fmtResult(r)
-	if e.Op == OpTick {
+	switch e.Op {
+	case OpTick:
 		res = "tick"
+	case OpExec:
+		res = r.Reply.String()
 	}
 	fmt.Fprintf(b, "%d: %s\n", index, res)
 	for _, w := range r.Wakes {

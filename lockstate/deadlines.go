@@ -2,29 +2,46 @@ package lockstate
 
 import "container/heap"
 
-// timer is a pending deadline: a session's expiry or a timed wait's end.
-// Exactly one of sess and wait is set.
+// timer is a pending deadline: a session's expiry, a timed wait's end or a
+// key's expiry. Exactly one of sess, wait and key is set.
 type timer struct {
 	deadline int64
 	sess     *session
 	wait     *waiter
+	key      *kvKey
 	hi       int // heap position + 1; 0 = not scheduled
+}
+
+// rank orders the kinds of timer due at the same instant: waits, then keys,
+// then sessions.
+func (t *timer) rank() int {
+	switch {
+	case t.wait != nil:
+		return 0
+	case t.key != nil:
+		return 1
+	}
+	return 2
 }
 
 // less is a total order over pending timers, so the order in which due
 // deadlines take effect depends only on the state, never on the history of
 // heap operations. At the same instant, waits end before sessions: a wait
 // that runs out at the moment its lock's holder expires has run out, and
-// the lock goes to the next waiter.
+// the lock goes to the next waiter. Keys, which touch no lock or session,
+// go between them, in name order.
 func (a *timer) less(b *timer) bool {
 	if a.deadline != b.deadline {
 		return a.deadline < b.deadline
 	}
-	if (a.wait != nil) != (b.wait != nil) {
-		return a.wait != nil
+	if ra, rb := a.rank(), b.rank(); ra != rb {
+		return ra < rb
 	}
 	if a.sess != nil {
 		return a.sess.id < b.sess.id
+	}
+	if a.key != nil {
+		return a.key.name < b.key.name
 	}
 	if a.wait.lock.name != b.wait.lock.name {
 		return a.wait.lock.name < b.wait.lock.name
@@ -82,9 +99,13 @@ func (s *State) unschedule(t *timer) {
 func (s *State) expire(now int64) {
 	for len(s.timers) > 0 && s.timers[0].deadline < now {
 		t := heap.Pop(&s.timers).(*timer)
-		if t.sess != nil {
+		switch {
+		case t.sess != nil:
 			s.endSession(t.sess)
-		} else {
+		case t.key != nil:
+			t.key.ttl = false
+			s.deleteKey(t.key)
+		default:
 			s.timeOut(t.wait)
 		}
 	}

@@ -97,6 +97,8 @@ func TestHashSensitive(t *testing.T) {
 		apply(s, 3, Entry{Op: OpFlock, Time: 10, Session: "s1", Lock: "a", Req: "r1"})
 		apply(s, 4, Entry{Op: OpFlock, Time: 10, Session: "s2", Lock: "a", Wait: 0, WaitID: 1<<32 | 9})
 		apply(s, 5, Entry{Op: OpNodeJoin, Time: 10, Node: "n1", RaftAddr: "r:1", Addr: "a:1"})
+		apply(s, 6, Entry{Op: OpExec, Time: 10, Args: []string{"SET", "k", "v"}})
+		apply(s, 7, Entry{Op: OpExec, Time: 10, Args: []string{"HSET", "h", "f", "1"}})
 		return s
 	}
 	h := base().Hash()
@@ -116,14 +118,21 @@ func TestHashSensitive(t *testing.T) {
 		"rejoin":  {Op: OpNodeJoin, Time: 10, Node: "n1", RaftAddr: "r:1", Addr: "a:1"},
 		"epoch":   {Op: OpCancelWaits, Time: 10, WaitID: 1 << 32},
 		"other":   {Op: OpCancelWaits, Time: 10, WaitID: 2 << 32},
+		"key":     {Op: OpExec, Time: 10, Args: []string{"SET", "k2", "v"}},
+		"value":   {Op: OpExec, Time: 10, Args: []string{"SET", "k", "w"}},
+		"same":    {Op: OpExec, Time: 10, Args: []string{"SET", "k", "v"}},
+		"ttl":     {Op: OpExec, Time: 10, Args: []string{"PEXPIRE", "k", "100"}},
+		"field":   {Op: OpExec, Time: 10, Args: []string{"HSET", "h", "g", "1"}},
+		"del":     {Op: OpExec, Time: 10, Args: []string{"DEL", "k"}},
+		"read":    {Op: OpExec, Time: 10, Args: []string{"GET", "k"}},
 	} {
 		s := base()
-		apply(s, 6, Entry{Op: OpTick, Time: 10})
+		apply(s, 8, Entry{Op: OpTick, Time: 10})
 		if s.Hash() != h {
 			t.Fatal("a no-op tick changed the hash")
 		}
-		apply(s, 7, e)
-		unchanged := name == "retry" || name == "rejoin" || name == "other"
+		apply(s, 9, e)
+		unchanged := name == "retry" || name == "rejoin" || name == "other" || name == "same" || name == "read"
 		if changed := s.Hash() != h; changed == unchanged {
 			t.Errorf("%s: hash changed %v", name, changed)
 		}

@@ -1,17 +1,22 @@
 package lockstate
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // entryVersion is the first byte of every encoded Entry. A replica that
 // meets a version it does not know must stop rather than guess.
 const entryVersion = 1
 
-func (op Op) valid() bool { return op >= OpTick && op <= OpNodeRemove }
+func (op Op) valid() bool { return op >= OpTick && op <= OpExec }
 
 // Encode appends the binary form of e to dst: the version, the op, then
 // every field in declaration order (signed integers as zigzag varints,
 // strings length-prefixed). Every op carries every field so that the format
-// has one shape and no op-specific branches to get wrong.
+// has one shape and no op-specific branches to get wrong; the one exception
+// is Args, last, whose count and strings are written only when it is not
+// empty, so that entries written before it existed decode unchanged.
 func (e Entry) Encode(dst []byte) []byte {
 	dst = append(dst, entryVersion, byte(e.Op))
 	dst = appendVarint(dst, e.Time)
@@ -29,6 +34,14 @@ func (e Entry) Encode(dst []byte) []byte {
 	dst = appendString(dst, e.Node)
 	dst = appendString(dst, e.RaftAddr)
 	dst = appendString(dst, e.Addr)
+	// Args, the last field, is written only when there are some, so an
+	// entry without them has the bytes it had before Args existed.
+	if len(e.Args) > 0 {
+		dst = appendUvarint(dst, uint64(len(e.Args)))
+		for _, a := range e.Args {
+			dst = appendString(dst, a)
+		}
+	}
 	return dst
 }
 
@@ -60,6 +73,23 @@ func DecodeEntry(b []byte) (Entry, error) {
 	e.Node = r.str()
 	e.RaftAddr = r.str()
 	e.Addr = r.str()
+	// Args: absent, or a count of at least 1 and the strings. Each takes at
+	// least its length byte: a count beyond the remaining bytes is
+	// rejected before allocating.
+	if r.err == nil && len(r.b) > 0 {
+		switch n := r.uvarint(); {
+		case r.err != nil:
+		case n == 0:
+			r.fail(errors.New("empty Args are not written"))
+		case n > uint64(len(r.b)):
+			r.fail(errLength)
+		default:
+			e.Args = make([]string, n)
+			for i := range e.Args {
+				e.Args[i] = r.str()
+			}
+		}
+	}
 	if err := r.done(); err != nil {
 		return Entry{}, fmt.Errorf("%w: %v", ErrBadEntry, err)
 	}
@@ -91,6 +121,8 @@ func (op Op) String() string {
 		return "node.join"
 	case OpNodeRemove:
 		return "node.remove"
+	case OpExec:
+		return "exec"
 	}
 	return fmt.Sprintf("op(%d)", uint8(op))
 }

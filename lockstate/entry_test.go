@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 )
 
@@ -23,6 +24,8 @@ func sampleEntries() []Entry {
 		{Op: OpNodeJoin, Time: 12, Node: "node-2", RaftAddr: "10.0.0.2:7000", Addr: "10.0.0.2:6380"},
 		{Op: OpNodeJoin, Node: "\x00", RaftAddr: "[::1]:7000", Addr: "[::1]:6380"},
 		{Op: OpNodeRemove, Time: 13, Node: "node-2"},
+		{Op: OpExec, Time: 14, Args: []string{"SET", "k", "v", "PX", "100"}},
+		{Op: OpExec, Args: []string{"", "\x00\xff"}},
 	}
 }
 
@@ -38,7 +41,11 @@ func TestEntryRoundTrip(t *testing.T) {
 	}
 	num := func() int64 { return rng.Int64() >> rng.IntN(64) * int64(1-2*rng.IntN(2)) }
 	for range 2000 {
-		es = append(es, Entry{Op: Op(1 + rng.IntN(int(OpNodeRemove))), Time: num(), Session: str(), Name: str(), TTL: num(),
+		var args []string
+		for range rng.IntN(4) {
+			args = append(args, str())
+		}
+		es = append(es, Entry{Args: args, Op: Op(1 + rng.IntN(int(OpExec))), Time: num(), Session: str(), Name: str(), TTL: num(),
 			Created: num(), Lock: str(), Owner: str(), Wait: num(), Limit: num(), Req: str(), Fence: num(), WaitID: rng.Uint64() >> rng.IntN(64),
 			Node: str(), RaftAddr: str(), Addr: str()})
 	}
@@ -52,11 +59,22 @@ func TestEntryRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%+v: %v", e, err)
 		}
-		if got != e {
+		if !reflect.DeepEqual(got, e) {
 			t.Fatalf("round trip: %+v became %+v", e, got)
 		}
-		// Every strict prefix is truncated, every extension has trailing bytes.
+		// Every strict prefix is truncated, every extension has trailing
+		// bytes; except that the entry without its Args decodes, Args being
+		// optional at the end.
+		bare := e
+		bare.Args = nil
+		nBare := len(bare.Encode(nil))
 		for i := range b {
+			if i == nBare {
+				if got, err := DecodeEntry(b[:i]); err != nil || !reflect.DeepEqual(got, bare) {
+					t.Fatalf("%+v without Args: %+v, %v", e, got, err)
+				}
+				continue
+			}
 			if _, err := DecodeEntry(b[:i]); !errors.Is(err, ErrBadEntry) {
 				t.Fatalf("%+v cut at %d: %v", e, i, err)
 			}
@@ -79,7 +97,10 @@ func TestDecodeEntryRejects(t *testing.T) {
 		"version 0":       with(0, 0),
 		"version 2":       with(0, 2),
 		"op 0":            with(1, 0),
-		"op 12":           with(1, 12),
+		"op 13":           with(1, 13),
+		"args > rest":     append(bytes.Clone(good), 2, 0),
+		"args truncated":  append(bytes.Clone(good), 1, 2, 'x'),
+		"args count 0":    append(bytes.Clone(good), 0),
 		"op 255":          with(1, 255),
 		"padded varint":   append([]byte{1, 1, 0x80, 0x00}, good[3:]...),
 		"varint overflow": append([]byte{1, 1}, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02),
@@ -100,7 +121,7 @@ func TestDecodeEntryRejects(t *testing.T) {
 
 func TestOpString(t *testing.T) {
 	names := map[string]bool{}
-	for op := OpTick; op <= OpNodeRemove; op++ {
+	for op := OpTick; op <= OpExec; op++ {
 		if names[op.String()] {
 			t.Errorf("op %d: name %q used twice", op, op)
 		}
@@ -143,11 +164,18 @@ func TestEntryLayout(t *testing.T) {
 	got := Entry{Op: OpNodeJoin, Node: "a", RaftAddr: "bc", Addr: "d", WaitID: 5 << 32}.Encode(nil)
 	want := []byte{entryVersion, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0x80, 0x80, 0x80, 0x80, 0x50, // WaitID 5<<32
-		1, 'a', 2, 'b', 'c', 1, 'd'}
+		1, 'a', 2, 'b', 'c', 1, 'd'} // no Args: nothing
+
 	if !bytes.Equal(got, want) {
 		t.Fatalf("encoded %x, want %x", got, want)
 	}
-	for op, v := range map[Op]byte{OpCancelWaits: 9, OpNodeJoin: 10, OpNodeRemove: 11} {
+	got = Entry{Op: OpExec, Args: []string{"GET", ""}}.Encode(nil)
+	want = []byte{entryVersion, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		2, 3, 'G', 'E', 'T', 0} // Args last: count, then each string
+	if !bytes.Equal(got, want) {
+		t.Fatalf("encoded %x, want %x", got, want)
+	}
+	for op, v := range map[Op]byte{OpCancelWaits: 9, OpNodeJoin: 10, OpNodeRemove: 11, OpExec: 12} {
 		if byte(op) != v {
 			t.Errorf("%v = %d, want %d", op, op, v)
 		}

@@ -84,7 +84,9 @@ func (g *gen) next() (uint64, Entry) {
 		g.time += 10 * int64(g.src.intn(12))
 	}
 	e := Entry{Time: g.time, Session: g.pick(genSessions())}
-	switch k := g.src.intn(112); {
+	switch k := g.src.intn(126); {
+	case k >= 112:
+		e = Entry{Op: OpExec, Time: g.time, Args: g.genExec()}
 	case k < 5:
 		e = Entry{Op: OpTick, Time: g.time}
 	case k < 17:
@@ -210,5 +212,5 @@ func compareReads(s *State, m *model, now int64) error {
 	if s.Time() != m.time {
 		return fmt.Errorf("Time() = %d, model %d", s.Time(), m.time)
 	}
-	return nil
+	return compareKeyReads(s, m, now)
 }

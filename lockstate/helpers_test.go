@@ -220,6 +220,44 @@ func checkInvariants(s *State) error {
 			return fmt.Errorf("live member %q without its addresses", id)
 		}
 	}
+	for name, k := range s.kv {
+		if k.name != name || k.timer.key != k {
+			return fmt.Errorf("key %q recorded as %q", name, k.name)
+		}
+		if s.locks[name] != nil {
+			return fmt.Errorf("%q is both a key and a held lock", name)
+		}
+		if k.ttl != (k.timer.hi > 0) {
+			return fmt.Errorf("key %q: ttl %v but scheduled %v", name, k.ttl, k.timer.hi > 0)
+		}
+		if k.ttl {
+			nTimers++
+			if k.timer.deadline < s.time {
+				return fmt.Errorf("key %q due at %d but time is %d", name, k.timer.deadline, s.time)
+			}
+		}
+		switch k.typ {
+		case kvString:
+			if k.hash != nil || k.fields != nil || k.list != nil {
+				return fmt.Errorf("string %q has other values", name)
+			}
+		case kvHash:
+			if len(k.fields) == 0 || len(k.fields) != len(k.hash) || k.list != nil {
+				return fmt.Errorf("hash %q: %d fields, %d values", name, len(k.fields), len(k.hash))
+			}
+			for _, f := range k.fields {
+				if _, ok := k.hash[f]; !ok {
+					return fmt.Errorf("hash %q: field %q listed, not set", name, f)
+				}
+			}
+		case kvList:
+			if len(k.list) == 0 || k.hash != nil {
+				return fmt.Errorf("list %q empty", name)
+			}
+		default:
+			return fmt.Errorf("key %q of type %d", name, k.typ)
+		}
+	}
 	if len(s.timers) != nTimers {
 		return fmt.Errorf("%d timers, want %d", len(s.timers), nTimers)
 	}
@@ -244,6 +282,7 @@ func errName(err error) string {
 		{ErrTooManySessions, "ErrTooManySessions"}, {ErrTooManyLocks, "ErrTooManyLocks"},
 		{ErrTooManyWaiters, "ErrTooManyWaiters"}, {ErrSessionExists, "ErrSessionExists"},
 		{ErrBadEntry, "ErrBadEntry"}, {ErrNodeRemoved, "ErrNodeRemoved"}, {ErrBadResult, "ErrBadResult"},
+		{ErrWrongType, "ErrWrongType"},
 	} {
 		if err == c.err {
 			return c.name

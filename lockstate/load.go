@@ -37,6 +37,8 @@ func (s *State) load(k string, value []byte) error {
 		s.time = t
 	case strings.HasPrefix(k, prefixSession):
 		return s.loadSession(k[len(prefixSession):], &r)
+	case strings.HasPrefix(k, prefixKV):
+		return s.loadKV(k[len(prefixKV):], &r)
 	case strings.HasPrefix(k, prefixLock):
 		return s.loadLock(k[len(prefixLock):], &r)
 	case strings.HasPrefix(k, prefixWaiter):
@@ -77,6 +79,9 @@ func (s *State) loadLock(name string, r *reader) error {
 	}
 	if s.locks[name] != nil {
 		return errLoadOrder
+	}
+	if s.kv[name] != nil {
+		return errors.New("a held lock and a key of the same name")
 	}
 	s.locks[name] = l
 	s.refsOf(l.session).held[name] = struct{}{}

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/fenced/fenced/reply"
 )
 
 // sampleRecords returns the records of sampleState.
@@ -31,6 +33,10 @@ func sampleState(t testing.TB) *State {
 		{Op: OpNodeJoin, Time: 1000, Node: "n2", RaftAddr: "10.0.0.2:7000", Addr: "10.0.0.2:6380"},
 		{Op: OpNodeRemove, Time: 1000, Node: "n2"},
 		{Op: OpNodeRemove, Time: 1000, Node: "n3"},
+		{Op: OpExec, Time: 1000, Args: []string{"SET", "str", "v", "PX", "500"}},
+		{Op: OpExec, Time: 1000, Args: []string{"SET", "plain", ""}},
+		{Op: OpExec, Time: 1000, Args: []string{"HSET", "hash", "f", "1", "e", "2"}},
+		{Op: OpExec, Time: 1000, Args: []string{"RPUSH", "list", "x", "y"}},
 	} {
 		if _, err := s.Apply(uint64(i+1), e, newMemWriter()); err != nil {
 			t.Fatal(err)
@@ -55,6 +61,7 @@ func TestLoadRejects(t *testing.T) {
 	type edit func(k, v [][]byte)
 	set := func(i int, v []byte) edit { return func(_, vs [][]byte) { vs[i] = v } }
 	wl, ws, wm, ww, wn := find(prefixLock), find(prefixSession), find(prefixMemo), find(prefixWaiter), find(prefixMember)
+	wk := find(prefixKV)
 	for name, ed := range map[string]edit{
 		"unknown key":     func(ks, _ [][]byte) { ks[0] = []byte("x/y") },
 		"bad version":     set(ws, append([]byte{9}, values[ws][1:]...)),
@@ -77,7 +84,18 @@ func TestLoadRejects(t *testing.T) {
 			ks[wl], ks[ww] = ks[ww], ks[wl]
 			vs[wl], vs[ww] = vs[ww], vs[wl]
 		},
-		"duplicate": func(ks, vs [][]byte) { ks[wl+1], vs[wl+1] = ks[wl], vs[wl] },
+		"duplicate":         func(ks, vs [][]byte) { ks[wl+1], vs[wl+1] = ks[wl], vs[wl] },
+		"key type 0":        set(wk, []byte{1, 0, 2, 0}),
+		"key type 4":        set(wk, []byte{1, 4, 2, 0}),
+		"key deadline flag": set(wk, []byte{1, byte(kvString), 2, 2, 1, 'v'}),
+		"key no value":      set(wk, []byte{1, byte(kvString), 2, 0}),
+		"key trailing":      set(wk, []byte{1, byte(kvString), 2, 0, 1, 'v', 0}),
+		"empty hash":        set(wk, []byte{1, byte(kvHash), 2, 0, 0}),
+		"hash field twice":  set(wk, []byte{1, byte(kvHash), 2, 0, 2, 1, 'f', 0, 1, 'f', 0}),
+		"hash count > rest": set(wk, []byte{1, byte(kvHash), 2, 0, 9, 1, 'f', 0}),
+		"empty list":        set(wk, []byte{1, byte(kvList), 2, 0, 0}),
+		"list count > rest": set(wk, []byte{1, byte(kvList), 2, 0, 3, 0}),
+		"key is a lock":     func(ks, _ [][]byte) { ks[wk] = []byte(prefixKV + "a") },
 		"zero time": func(ks, vs [][]byte) {
 			i := find(timeKey)
 			vs[i] = []byte{1, 0}
@@ -216,6 +234,14 @@ func FuzzLoad(f *testing.F) {
 		for _, id := range s.WaitIDs() {
 			index++
 			_, _ = s.Apply(index, Entry{Op: OpCancelWaits, WaitID: id}, w)
+		}
+		if v := s.Exec([]string{"KEYS", "*"}, 0); v.Kind == reply.Array {
+			for _, name := range v.Elems {
+				for _, cmd := range [][]string{{"INCR"}, {"HINCRBY", "f", "1"}, {"LPOP"}, {"SET", "v", "KEEPTTL"}, {"HDEL", "f"}, {"DEL"}} {
+					index++
+					_, _ = s.Apply(index, Entry{Op: OpExec, Args: append([]string{cmd[0], name.Str}, cmd[1:]...)}, w)
+				}
+			}
 		}
 		_, _ = s.Apply(index+1, Entry{Op: OpTick, Time: 1 << 62}, w)
 	})

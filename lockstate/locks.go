@@ -34,6 +34,9 @@ func (s *State) acquire(e Entry, now int64) Result {
 		s.cancelOwnWait(l, e.Session, e.Owner)
 	}
 	if l == nil {
+		if s.kv[e.Lock] != nil { // live: expire ran at this entry's time
+			return Result{Err: ErrWrongType}
+		}
 		if len(s.refsOf(e.Session).held) >= s.cfg.MaxLocksPerSession {
 			return Result{Err: ErrTooManyLocks}
 		}

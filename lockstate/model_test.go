@@ -16,6 +16,7 @@ type model struct {
 	sessions map[string]*mSession
 	locks    map[string]*mLock
 	members  map[string]Member
+	keys     map[string]*mKey // model_keys_test.go
 	wakes    []Wake
 }
 
@@ -48,7 +49,7 @@ type mWaiter struct {
 
 func newModel(cfg Config) *model {
 	return &model{cfg: New(cfg).cfg, sessions: map[string]*mSession{}, locks: map[string]*mLock{},
-		members: map[string]Member{}}
+		members: map[string]Member{}, keys: map[string]*mKey{}}
 }
 
 func (m *model) apply(index uint64, e Entry) Result {
@@ -56,8 +57,11 @@ func (m *model) apply(index uint64, e Entry) Result {
 	now := max(e.Time, m.time)
 	m.time, m.now = now, now
 	m.expire(now)
+	m.expireKeys(now)
 	var r Result
 	switch e.Op {
+	case OpExec:
+		r.Reply = m.exec(e.Args, now)
 	case OpTick:
 	case OpSessionOpen:
 		switch {
@@ -350,6 +354,8 @@ func (m *model) flock(e Entry, now int64) Result {
 		}
 	}
 	switch {
+	case l == nil && m.keys[e.Lock] != nil:
+		r.Err = ErrWrongType
 	case l == nil && m.heldBy(e.Session) >= m.cfg.MaxLocksPerSession:
 		r.Err = ErrTooManyLocks
 	case l == nil:
@@ -476,6 +482,11 @@ func (m *model) nextDeadline() (int64, bool) {
 	for _, w := range m.waiters() {
 		if w.timed && (!ok || w.deadline < d) {
 			d, ok = w.deadline, true
+		}
+	}
+	for _, k := range m.keys {
+		if k.ttl && (!ok || k.deadline < d) {
+			d, ok = k.deadline, true
 		}
 	}
 	if !ok {

@@ -10,6 +10,7 @@ import (
 
 // Record layout. Keys are relative; raftstore prefixes them.
 //
+//	k/<key>                       string, hash or list key: type, created index, deadline, value (keys.go)
 //	l/<lock>                      held lock: holder session, owner, count, limit, token
 //	m/time                        cluster time of the last applied entry
 //	n/<id>                        cluster member: raft address, client address, removed
@@ -95,6 +96,8 @@ func errCode(err error) byte {
 		return 11
 	case ErrBadResult:
 		return 12
+	case ErrWrongType:
+		return 13
 	}
 	return 0
 }
@@ -125,6 +128,8 @@ func codeErr(c byte) error {
 		return ErrNodeRemoved
 	case 12:
 		return ErrBadResult
+	case 13:
+		return ErrWrongType
 	}
 	return nil
 }
@@ -217,6 +222,12 @@ func (s *State) lookup(b []byte, key string) ([]byte, bool) {
 			return b, false
 		}
 		b = appendSession(b, ss)
+	case strings.HasPrefix(key, prefixKV):
+		k := s.kv[key[len(prefixKV):]]
+		if k == nil {
+			return b, false
+		}
+		b = appendKV(b, k)
 	case strings.HasPrefix(key, prefixLock):
 		l := s.locks[key[len(prefixLock):]]
 		if l == nil {
@@ -311,6 +322,9 @@ func (s *State) keys() []string {
 	}
 	for id := range s.members {
 		keys = append(keys, memberKey(id))
+	}
+	for name := range s.kv {
+		keys = append(keys, kvRecKey(name))
 	}
 	for id, rf := range s.refs {
 		for _, m := range rf.memos {

@@ -3,6 +3,8 @@ package lockstate
 import (
 	"errors"
 	"fmt"
+
+	"github.com/fenced/fenced/reply"
 )
 
 // The Result codec carries the proposer's answer from the leader back to
@@ -13,12 +15,14 @@ import (
 // zigzag varint, Str length-prefixed, then the error: a code of errCode (0
 // for nil), or errCodeOther followed by the error's text and the code of
 // the first sentinel it wraps (0 for none), so that the text survives and
-// errors.Is still finds the sentinel.
+// errors.Is still finds the sentinel. With the flag resultReply, the Reply
+// follows (see appendReply); without it, Reply is the zero Value.
 const (
 	resultVersion = 1
 
 	resultNull   = 1 << 0
 	resultQueued = 1 << 1
+	resultReply  = 1 << 2
 
 	errCodeOther = 255
 )
@@ -32,18 +36,86 @@ func (r Result) Encode(dst []byte) []byte {
 	if r.Queued {
 		flags |= resultQueued
 	}
+	if r.Reply.Kind != reply.Invalid {
+		flags |= resultReply
+	}
 	dst = append(dst, resultVersion, flags)
 	dst = appendVarint(dst, r.Int)
 	dst = appendString(dst, r.Str)
-	if r.Err == nil {
-		return append(dst, 0)
+	switch c := errCode(r.Err); {
+	case r.Err == nil:
+		dst = append(dst, 0)
+	case c != 0:
+		dst = append(dst, c)
+	default:
+		dst = append(dst, errCodeOther)
+		dst = appendString(dst, r.Err.Error())
+		dst = append(dst, wrappedCode(r.Err))
 	}
-	if c := errCode(r.Err); c != 0 {
-		return append(dst, c)
+	if flags&resultReply != 0 {
+		dst = appendReply(dst, r.Reply)
 	}
-	dst = append(dst, errCodeOther)
-	dst = appendString(dst, r.Err.Error())
-	return append(dst, wrappedCode(r.Err))
+	return dst
+}
+
+// MaxReplyDepth bounds the nesting of arrays and maps in an encoded Reply.
+// Encode writes deeper values as they are, and so values of an unknown
+// Kind and maps with an odd element count; DecodeResult rejects all three,
+// so whoever builds a Reply (a script's result) must keep within them.
+const MaxReplyDepth = 64
+
+// appendReply writes a reply.Value: its kind byte, then for Status, Error
+// and Bulk the string, for Int the zigzag varint, for Array and Map the
+// element count and the elements; Nil and NilArray have nothing more. Only
+// the fields of the kind are written, so a decoded Value re-encodes to the
+// same bytes.
+func appendReply(dst []byte, v reply.Value) []byte {
+	dst = append(dst, byte(v.Kind))
+	switch v.Kind {
+	case reply.Status, reply.Error, reply.Bulk:
+		dst = appendString(dst, v.Str)
+	case reply.Int:
+		dst = appendVarint(dst, v.Int)
+	case reply.Array, reply.Map:
+		dst = appendUvarint(dst, uint64(len(v.Elems)))
+		for _, e := range v.Elems {
+			dst = appendReply(dst, e)
+		}
+	}
+	return dst
+}
+
+func (r *reader) reply(depth int) reply.Value {
+	v := reply.Value{Kind: reply.Kind(r.byte())}
+	if r.err != nil {
+		return reply.Value{}
+	}
+	switch v.Kind {
+	case reply.Status, reply.Error, reply.Bulk:
+		v.Str = r.str()
+	case reply.Int:
+		v.Int = r.varint()
+	case reply.Nil, reply.NilArray:
+	case reply.Array, reply.Map:
+		n := r.uvarint()
+		switch {
+		case r.err != nil:
+		case depth >= MaxReplyDepth:
+			r.fail(errors.New("reply nested too deeply"))
+		case n > uint64(len(r.b)): // each element takes at least a byte
+			r.fail(errLength)
+		case v.Kind == reply.Map && n%2 != 0:
+			r.fail(errors.New("map with an odd element count"))
+		case n > 0:
+			v.Elems = make([]reply.Value, n)
+			for i := range v.Elems {
+				v.Elems[i] = r.reply(depth + 1)
+			}
+		}
+	default:
+		r.fail(fmt.Errorf("unknown reply kind %d", v.Kind))
+	}
+	return v
 }
 
 // wrappedCode is the code of the first sentinel, in code order, that err
@@ -83,7 +155,7 @@ func DecodeResult(b []byte) (Result, error) {
 	}
 	var res Result
 	flags := r.byte()
-	if flags&^(resultNull|resultQueued) != 0 {
+	if flags&^(resultNull|resultQueued|resultReply) != 0 {
 		return Result{}, fmt.Errorf("%w: unknown flags %#x", ErrBadResult, flags)
 	}
 	res.Null = flags&resultNull != 0
@@ -104,6 +176,9 @@ func DecodeResult(b []byte) (Result, error) {
 		if res.Err = codeErr(c); res.Err == nil {
 			r.fail(fmt.Errorf("unknown error code %d", c))
 		}
+	}
+	if flags&resultReply != 0 {
+		res.Reply = r.reply(0)
 	}
 	if err := r.done(); err != nil {
 		return Result{}, fmt.Errorf("%w: %v", ErrBadResult, err)

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"math"
 	"testing"
+
+	"github.com/fenced/fenced/reply"
 )
 
 // sentinels lists every error a Result may carry, in code order.
 func sentinels() []error {
 	return []error{ErrNoSession, ErrNotOwner, ErrLimit, ErrStaleFence, ErrCancelled, ErrTooManySessions,
-		ErrTooManyLocks, ErrTooManyWaiters, ErrSessionExists, ErrBadEntry, ErrNodeRemoved, ErrBadResult}
+		ErrTooManyLocks, ErrTooManyWaiters, ErrSessionExists, ErrBadEntry, ErrNodeRemoved, ErrBadResult, ErrWrongType}
 }
 
 func sampleResults() []Result {
@@ -29,11 +31,33 @@ func sampleResults() []Result {
 		{Err: errors.New("some other failure")},
 		{Err: errors.New("")},
 		{Err: fmt.Errorf("forwarded: %w", ErrNodeRemoved)},
+		{Reply: reply.OK()},
+		{Reply: reply.Err("WRONGTYPE Operation against a key holding the wrong kind of value")},
+		{Reply: reply.IntOf(math.MinInt64)},
+		{Reply: reply.BulkOf("")},
+		{Reply: reply.BulkOf("\x00\xff")},
+		{Reply: reply.NilOf()},
+		{Reply: reply.NilArrayOf()},
+		{Reply: reply.ArrayOf()},
+		{Reply: reply.MapOf()},
+		{Reply: reply.ArrayOf(reply.IntOf(1), reply.NilOf(), reply.ArrayOf(reply.BulkOf("x"), reply.StatusOf("PONG")))},
+		{Reply: reply.MapOf(reply.BulkOf("f"), reply.BulkOf("1"), reply.BulkOf("g"), reply.ArrayOf())},
+		{Err: ErrWrongType, Int: 3, Reply: reply.IntOf(3)},
+		{Reply: nested(MaxReplyDepth)},
 	}
 	for _, err := range sentinels() {
 		rs = append(rs, Result{Err: err})
 	}
 	return rs
+}
+
+// nested is an array nested depth levels deep around an integer.
+func nested(depth int) reply.Value {
+	v := reply.IntOf(1)
+	for range depth {
+		v = reply.ArrayOf(v)
+	}
+	return v
 }
 
 // TestResultRoundTrip: every sentinel decodes to itself, other errors keep
@@ -50,7 +74,8 @@ func TestResultRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%+v: %v", r, err)
 		}
-		if got.Null != r.Null || got.Queued != r.Queued || got.Int != r.Int || got.Str != r.Str || got.Wakes != nil {
+		if got.Null != r.Null || got.Queued != r.Queued || got.Int != r.Int || got.Str != r.Str || got.Wakes != nil ||
+			got.Reply.String() != r.Reply.String() || got.Reply.Kind != r.Reply.Kind {
 			t.Fatalf("round trip: %+v became %+v", r, got)
 		}
 		switch {
@@ -122,14 +147,23 @@ func TestDecodeResultRejects(t *testing.T) {
 		"empty":                nil,
 		"version 0":            with(0, 0),
 		"version 2":            with(0, 2),
-		"unknown flag":         with(1, 4),
+		"unknown flag":         with(1, 8),
+		"reply flag, no reply": with(1, resultReply),
+		"reply kind 0":         append(bytes.Clone(good), 0),
+		"reply kind 9":         append(with(1, resultReply), 9),
+		"reply bulk truncated": append(with(1, resultReply), byte(reply.Bulk), 3, 'a'),
+		"reply int padded":     append(with(1, resultReply), byte(reply.Int), 0x80, 0),
+		"reply array > rest":   append(with(1, resultReply), byte(reply.Array), 3, byte(reply.Nil)),
+		"reply odd map":        append(with(1, resultReply), byte(reply.Map), 1, byte(reply.Nil)),
+		"reply too deep":       Result{Reply: nested(MaxReplyDepth + 1)}.Encode(nil),
+		"reply trailing":       append(Result{Reply: reply.NilOf()}.Encode(nil), 0),
 		"padded varint":        {1, 0, 0x82, 0x00, 0, 0},
 		"length > rest":        {1, 0, 0, 5, 'a', 0},
-		"unknown error code":   with(4, 13),
+		"unknown error code":   with(4, 14),
 		"error code 254":       with(4, 254),
 		"other without text":   {1, 0, 0, 0, errCodeOther},
 		"other without wrap":   other[:len(other)-1],
-		"other wraps unknown":  append(bytes.Clone(other[:len(other)-1]), 13),
+		"other wraps unknown":  append(bytes.Clone(other[:len(other)-1]), 14),
 		"other wraps other":    append(bytes.Clone(other[:len(other)-1]), errCodeOther),
 		"trailing after error": append(Result{Err: ErrLimit}.Encode(nil), 0),
 	} {
@@ -153,6 +187,7 @@ func FuzzDecodeResult(f *testing.F) {
 	f.Add([]byte{1})
 	f.Add([]byte{1, 3, 0x80})
 	f.Add([]byte{1, 0, 0, 0, errCodeOther, 0, 11})
+	f.Add([]byte{1, resultReply, 0, 0, 0, byte(reply.Map), 2, byte(reply.Bulk), 1, 'k', byte(reply.Array), 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := DecodeResult(b)
 		if err != nil {

@@ -20,6 +20,7 @@ type State struct {
 	waitIDs  map[uint64]*waiter
 	timers   timerHeap
 	members  map[string]*Member // cluster members, removed ones included
+	kv       map[string]*kvKey  // string, hash and list keys (keys.go)
 
 	// Scratch of the Apply in progress.
 	index uint64              // log index of the entry; the token of its grants
@@ -114,6 +115,7 @@ func New(cfg Config) *State {
 		waitIDs:  make(map[uint64]*waiter),
 		members:  make(map[string]*Member),
 		dirty:    make(map[string]struct{}),
+		kv:       make(map[string]*kvKey),
 	}
 }
 
@@ -159,6 +161,8 @@ func (s *State) Apply(index uint64, e Entry, w Writer) (Result, error) {
 		r = s.joinNode(e)
 	case OpNodeRemove:
 		r = s.removeNode(e)
+	case OpExec:
+		r = Result{Reply: s.call(e.Args, now, execWrite)}
 	default:
 		r = Result{Err: ErrBadEntry}
 	}
@@ -171,7 +175,7 @@ func (s *State) Apply(index uint64, e Entry, w Writer) (Result, error) {
 func (s *State) Time() int64 { return s.time }
 
 // NextDeadline returns the cluster time, in ms, at which the earliest
-// pending session or wait deadline takes effect (1 ms past it, see expire):
+// pending session, wait or key deadline takes effect (1 ms past it, see expire):
 // the time at which the leader should propose a tick.
 func (s *State) NextDeadline() (int64, bool) {
 	if len(s.timers) == 0 {

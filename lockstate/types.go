@@ -1,17 +1,26 @@
 // Package lockstate is fenced's replicated state machine: sessions, fenced
 // locks, FIFO waiters, the request-id memory that makes retries exactly
-// once, and the table of cluster members.
+// once, the table of cluster members, and the Redis keyspace (strings,
+// hashes and lists with TTLs in cluster time) that shares its names with
+// the held locks: OpExec applies one write command, Exec answers the read
+// commands (exec.go, keys.go).
 //
 // It is pure and deterministic. It never reads a clock, never draws a random
 // number and never lets map order reach its output: the cluster time, session
 // ids and wait ids all arrive inside the Entry being applied, and the Raft log
-// index of that entry is the fencing token of any grant it makes. Two States
-// that apply the same entries at the same indexes hold the same records and
-// hash the same. It imports only the standard library; raftstore adapts it to
-// hashicorp/raft and persists its records in Pebble through Writer.
+// index of that entry is the fencing token of any grant it makes and the
+// fence of any key it creates. Two States that apply the same entries at the
+// same indexes hold the same records and hash the same. It imports only the
+// standard library and the repository's pure packages commands and reply;
+// raftstore adapts it to hashicorp/raft and persists its records in Pebble
+// through Writer.
 package lockstate
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/fenced/fenced/reply"
+)
 
 // Errors returned in Result.Err. Each is a decided outcome: the entry was
 // applied and this is its answer. The server maps them to RESP error codes.
@@ -50,6 +59,10 @@ var (
 	// ErrBadResult is wrapped by DecodeResult for bytes that are not a
 	// result.
 	ErrBadResult = errors.New("lockstate: malformed result")
+	// ErrWrongType answers FLOCK on a name that is a string, hash or list
+	// key. Its text after "lockstate: " is Redis's WRONGTYPE error, code
+	// first, so the server can reply it as it stands.
+	ErrWrongType = errors.New("lockstate: WRONGTYPE Operation against a key holding the wrong kind of value")
 )
 
 // Op is the kind of an Entry.
@@ -70,6 +83,10 @@ const (
 	OpCancelWaits Op = 9
 	OpNodeJoin    Op = 10 // Node, RaftAddr, Addr: record a cluster member
 	OpNodeRemove  Op = 11 // Node: mark a member removed, forever
+	// OpExec: Args is one write command of the keyspace (SET, DEL, HSET,
+	// ...) as a client sent it, the name in any case. Its answer is
+	// Result.Reply.
+	OpExec Op = 12
 )
 
 // NoWait is Entry.Wait for a FLOCK without WAIT: answer null at once when the
@@ -97,6 +114,8 @@ type Entry struct {
 	Node     string // node id (OpNodeJoin, OpNodeRemove)
 	RaftAddr string // node's Raft address (OpNodeJoin)
 	Addr     string // node's client (RESP) address (OpNodeJoin)
+
+	Args []string // OpExec: the command and its arguments
 }
 
 // Result is the answer to an applied entry.
@@ -106,6 +125,8 @@ type Result struct {
 	Int    int64  // token, hold count, TTL or 0/1
 	Str    string // SESSION.OPEN: the session id
 	Queued bool   // FLOCK joined the queue: the answer arrives later as a Wake for WaitID
+	// Reply is the answer of OpExec (Kind reply.Invalid for every other op).
+	Reply reply.Value
 	// Wakes answers waiting FLOCKs that this entry resolved (granted, timed
 	// out, cancelled, session ended), in a deterministic order.
 	Wakes []Wake

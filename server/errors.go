@@ -44,6 +44,7 @@ var errorCodes = []struct {
 	{lockstate.ErrLimit, "LIMIT"},
 	{lockstate.ErrStaleFence, "STALEFENCE"},
 	{lockstate.ErrCancelled, "CANCELLED"},
+	{lockstate.ErrWrongType, "WRONGTYPE"},
 	{ErrNoProto, "NOPROTO"},
 	{ErrShuttingDown, "CANCELLED"},
 }
@@ -73,6 +74,9 @@ func errorReply(err error) resp.Value {
 		for _, p := range packagePrefixes {
 			msg = strings.ReplaceAll(strings.TrimPrefix(msg, p), ": "+p, ": ")
 		}
+	}
+	if strings.HasPrefix(msg, code+" ") {
+		return resp.Error(msg) // the message already starts with its code
 	}
 	return resp.Error(code + " " + msg)
 }

@@ -13,8 +13,24 @@ import (
 type handlerFunc func(c *resp.Conn, args [][]byte) resp.Value
 
 // handlers maps every command of the table to its handler; a test checks
-// that the two agree.
+// that the two agree. Keyspace commands the state machine executes share
+// two handlers: writes go through the log as one entry, reads are served
+// from the leader's state.
 func (s *Server) handlers() map[string]handlerFunc {
+	m := s.nativeHandlers()
+	for _, spec := range s.table.All() {
+		switch {
+		case m[spec.Name] != nil:
+		case lockstate.IsExecWrite(spec.Name):
+			m[spec.Name] = s.execWrite
+		case lockstate.IsExecRead(spec.Name):
+			m[spec.Name] = s.execRead
+		}
+	}
+	return m
+}
+
+func (s *Server) nativeHandlers() map[string]handlerFunc {
 	return map[string]handlerFunc{
 		"flock":             s.flock,
 		"funlock":           s.funlock,
@@ -26,8 +42,6 @@ func (s *Server) handlers() map[string]handlerFunc {
 		"session.kill":      s.sessionKill,
 		"session.info":      s.sessionInfo,
 		"session.list":      s.sessionList,
-		"type":              s.typeCmd,
-		"dbsize":            s.dbsize,
 		"raft.snapshot":     s.raftSnapshot,
 		"raft.status":       s.raftStatus,
 		"raft.join":         s.raftJoin,

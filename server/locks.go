@@ -85,8 +85,16 @@ func (s *Server) fence(c *resp.Conn, args [][]byte) resp.Value {
 	if err != nil {
 		return errorReply(err)
 	}
-	return s.read(c.Context(), func(st *lockstate.State, _ int64) resp.Value {
-		return resultReply(st.Fence(r.Lock, r.Session, r.Owner, r.WithOwner))
+	return s.read(c.Context(), func(st *lockstate.State, now int64) resp.Value {
+		res := st.Fence(r.Lock, r.Session, r.Owner, r.WithOwner)
+		if res.Null {
+			// Not a held lock: a plain key's token is the index at which it
+			// was created (SPEC section 4).
+			if tok, ok := st.KeyFence(r.Lock, now); ok {
+				return resp.Int(tok)
+			}
+		}
+		return resultReply(res)
 	})
 }
 
@@ -114,23 +122,5 @@ func (s *Server) lockInfo(c *resp.Conn, args [][]byte) resp.Value {
 			resp.BulkString("token"), token,
 			resp.BulkString("waiters"), resp.Array(waiters...),
 		)
-	})
-}
-
-func (s *Server) typeCmd(c *resp.Conn, args [][]byte) resp.Value {
-	name := string(args[1])
-	return s.read(c.Context(), func(st *lockstate.State, now int64) resp.Value {
-		li := st.LockInfo(name, now)
-		if li.Holder == "" && len(li.Waiters) == 0 {
-			return resp.SimpleString("none")
-		}
-		return resp.SimpleString("fencedlock")
-	})
-}
-
-func (s *Server) dbsize(c *resp.Conn, _ [][]byte) resp.Value {
-	return s.read(c.Context(), func(st *lockstate.State, _ int64) resp.Value {
-		_, locks := st.Counts()
-		return resp.Int(int64(locks))
 	})
 }

@@ -22,7 +22,7 @@ import (
 )
 
 func TestHandlersMatchTable(t *testing.T) {
-	var s Server
+	s := Server{table: commands.New()}
 	h := s.handlers()
 	names := map[string]bool{}
 	for _, spec := range commands.New().All() {

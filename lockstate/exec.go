@@ -1,0 +1,236 @@
+package lockstate
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/reply"
+)
+
+// The keyspace commands. Arity is checked once, by commands.Check, against
+// the same table the server dispatches on; each handler parses the rest
+// with the commands package's parsers and answers a reply.Value with
+// Redis's texts.
+//
+// Write handlers run only inside Apply (OpExec), at the entry's time and
+// index; read handlers only read, at the now they are given, so they serve
+// both Exec on the leader and, later, scripts inside Apply.
+
+var table = commands.New()
+
+// handler runs one command; args[0] is its name as sent.
+type handler func(s *State, args [][]byte, now int64) reply.Value
+
+// readCmds and writeCmds are the commands the state machine executes, by
+// their table name.
+var readCmds, writeCmds map[string]handler
+
+func init() {
+	readCmds = map[string]handler{
+		"get": cmdGet, "mget": cmdMget, "exists": cmdExists, "ttl": cmdTTL, "pttl": cmdPTTL,
+		"type": cmdType, "keys": cmdKeys, "getrange": cmdGetRange, "dbsize": cmdDBSize,
+		"hget": cmdHget, "hexists": cmdHexists, "hgetall": cmdHgetall, "llen": cmdLlen,
+	}
+	writeCmds = map[string]handler{
+		"set": cmdSet, "getdel": cmdGetDel, "mset": cmdMset, "msetnx": cmdMsetNX, "incr": cmdIncr,
+		"del": cmdDel, "unlink": cmdDel, "expire": cmdExpire, "pexpire": cmdExpire, "expireat": cmdExpire, "pexpireat": cmdExpire,
+		"persist": cmdPersist, "delex": cmdDelEx, "delifeq": cmdDelIfEq,
+		"hset": cmdHset, "hincrby": cmdHincrBy, "hdel": cmdHdel,
+		"lpush": cmdPush, "rpush": cmdPush, "lpop": cmdLpop,
+	}
+}
+
+// Error replies, in Redis's words.
+var (
+	errWrongType    = reply.Err("WRONGTYPE Operation against a key holding the wrong kind of value")
+	errNotInt       = reply.Err("ERR value is not an integer or out of range")
+	errIncrOverflow = reply.Err("ERR increment or decrement would overflow")
+	errExat         = reply.Err("ERR EXAT and PXAT are not supported in scripts")
+)
+
+type execMode uint8
+
+const (
+	execRead  execMode = 1 << iota // read commands may run
+	execWrite                      // write commands may run (inside Apply only)
+)
+
+// IsExecRead reports whether Exec serves the command named name (any case).
+func IsExecRead(name string) bool { return readCmds[strings.ToLower(name)] != nil }
+
+// IsExecWrite reports whether OpExec runs the command named name (any case).
+func IsExecWrite(name string) bool { return writeCmds[strings.ToLower(name)] != nil }
+
+// Exec answers a read command of the keyspace (GET, MGET, EXISTS, TTL,
+// PTTL, TYPE, KEYS, GETRANGE, HGET, HEXISTS, HGETALL, LLEN, DBSIZE) against
+// the current state, at cluster time now (the leader's, >= Time()): a key
+// whose deadline is before now is absent, and TTL/PTTL count from now. It
+// never changes the State, so it may run concurrently with the other
+// reads. A write command or an unknown one answers an error reply.
+func (s *State) Exec(args []string, now int64) reply.Value {
+	return s.call(args, now, execRead)
+}
+
+// call runs one command in the modes allowed.
+func (s *State) call(args []string, now int64, mode execMode) reply.Value {
+	if len(args) == 0 {
+		return reply.Err("ERR empty command")
+	}
+	a := make([][]byte, len(args))
+	for i, x := range args {
+		a[i] = []byte(x)
+	}
+	spec, err := table.Check(a)
+	if err != nil {
+		return reply.Err(commands.ErrorText(err))
+	}
+	if h := readCmds[spec.Name]; h != nil && mode&execRead != 0 {
+		return h(s, a, now)
+	}
+	if h := writeCmds[spec.Name]; h != nil && mode&execWrite != 0 {
+		return h(s, a, now)
+	}
+	switch {
+	case readCmds[spec.Name] != nil:
+		return reply.Err(fmt.Sprintf("ERR '%s' is a read command: it is not applied through the log", spec.Name))
+	case writeCmds[spec.Name] != nil:
+		return reply.Err(fmt.Sprintf("ERR '%s' is a write command: it must be applied through the log", spec.Name))
+	}
+	return reply.Err(fmt.Sprintf("ERR '%s' is not a keyspace command", spec.Name))
+}
+
+// find returns the live key name, or lock = true when name is a held
+// fenced lock.
+func (s *State) find(name string, now int64) (k *kvKey, lock bool) {
+	if s.locks[name] != nil {
+		return nil, true
+	}
+	return s.live(name, now), false
+}
+
+// typed returns the live key name if it has type t, nil if there is none,
+// and ok = false if name is a key of another type or a held lock.
+func (s *State) typed(name string, t kvType, now int64) (k *kvKey, ok bool) {
+	k, lock := s.find(name, now)
+	if lock || (k != nil && k.typ != t) {
+		return nil, false
+	}
+	return k, true
+}
+
+func parseErr(err error) reply.Value { return reply.Err(commands.ErrorText(err)) }
+
+func cmdType(s *State, a [][]byte, now int64) reply.Value {
+	return reply.StatusOf(s.KeyType(string(a[1]), now))
+}
+
+func cmdDBSize(s *State, a [][]byte, now int64) reply.Value {
+	return reply.IntOf(int64(s.KeyCount(now)))
+}
+
+func cmdExists(s *State, a [][]byte, now int64) reply.Value {
+	var n int64
+	for _, name := range a[1:] {
+		if k, lock := s.find(string(name), now); k != nil || lock {
+			n++
+		}
+	}
+	return reply.IntOf(n)
+}
+
+func cmdKeys(s *State, a [][]byte, now int64) reply.Value {
+	pattern := string(a[1])
+	names := s.keyNames(now, func(name string) bool { return globMatch(pattern, name) })
+	out := make([]reply.Value, len(names))
+	for i, n := range names {
+		out[i] = reply.BulkOf(n)
+	}
+	return reply.ArrayOf(out...)
+}
+
+// DEL and UNLINK delete keys, not fenced locks: a held lock is released by
+// its owner (FUNLOCK) or an admin (LOCK.FORCEUNLOCK), so DEL counts it 0.
+func cmdDel(s *State, a [][]byte, now int64) reply.Value {
+	var n int64
+	for _, name := range a[1:] {
+		if k := s.live(string(name), now); k != nil {
+			s.deleteKey(k)
+			n++
+		}
+	}
+	return reply.IntOf(n)
+}
+
+func remaining(s *State, a [][]byte, now int64) (int64, bool) {
+	k, lock := s.find(string(a[1]), now)
+	switch {
+	case lock:
+		return -1, false
+	case k == nil:
+		return -2, false
+	case !k.ttl:
+		return -1, false
+	}
+	return max(0, k.timer.deadline-now), true
+}
+
+func cmdPTTL(s *State, a [][]byte, now int64) reply.Value {
+	ms, _ := remaining(s, a, now)
+	return reply.IntOf(ms)
+}
+
+func cmdTTL(s *State, a [][]byte, now int64) reply.Value {
+	ms, ok := remaining(s, a, now)
+	if ok {
+		ms = (ms + 500) / 1000
+	}
+	return reply.IntOf(ms)
+}
+
+// cmdExpire is EXPIRE and PEXPIRE (relative to the entry's time) and
+// EXPIREAT and PEXPIREAT (an absolute cluster time: the server converts the
+// client's unix time). As in Redis, a deadline not after now deletes the
+// key.
+func cmdExpire(s *State, a [][]byte, now int64) reply.Value {
+	p, err := commands.ParseExpire(a)
+	if err != nil {
+		return parseErr(err)
+	}
+	name := strings.ToLower(string(a[0]))
+	when := p.Millis
+	if name != "pexpireat" && name != "expireat" {
+		if (p.Millis > 0 && now > maxInt64-p.Millis) || (p.Millis < 0 && now < minInt64-p.Millis) {
+			return reply.Err(fmt.Sprintf("ERR invalid expire time in '%s' command", name))
+		}
+		when = now + p.Millis
+	}
+	k := s.live(string(a[1]), now)
+	if k == nil { // a held lock has no key TTL
+		return reply.IntOf(0)
+	}
+	switch {
+	case p.NX && k.ttl, p.XX && !k.ttl,
+		p.GT && (!k.ttl || when <= k.timer.deadline),
+		p.LT && k.ttl && when >= k.timer.deadline:
+		return reply.IntOf(0)
+	}
+	if when <= now {
+		s.deleteKey(k)
+		return reply.IntOf(1)
+	}
+	s.setDeadline(k, when)
+	return reply.IntOf(1)
+}
+
+func cmdPersist(s *State, a [][]byte, now int64) reply.Value {
+	if k := s.live(string(a[1]), now); k != nil && s.persist(k) {
+		return reply.IntOf(1)
+	}
+	return reply.IntOf(0)
+}
+
+const (
+	maxInt64 = 1<<63 - 1
+	minInt64 = -1 << 63
+)

@@ -1,0 +1,173 @@
+package lockstate
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/reply"
+)
+
+// execNames are the keyspace commands FuzzExec and TestExecRandom draw from,
+// plus a few that OpExec must refuse.
+var execNames = []string{
+	"SET", "GET", "GETDEL", "MGET", "MSET", "MSETNX", "GETRANGE", "INCR", "DEL", "UNLINK", "EXISTS",
+	"EXPIRE", "PEXPIRE", "PEXPIREAT", "TTL", "PTTL", "PERSIST", "TYPE", "KEYS", "DELEX", "DELIFEQ",
+	"HSET", "HGET", "HINCRBY", "HEXISTS", "HDEL", "HGETALL", "LPUSH", "RPUSH", "LPOP", "LLEN", "DBSIZE",
+	"FLOCK", "PING", "NOPE",
+}
+
+// execWords are the arguments: key names shared with a lock, options,
+// numbers at the edges.
+var execWords = []string{
+	"a", "k", "h", "l", "", "v", "1", "0", "-1", "10", "100", "NX", "XX", "GT", "LT", "GET", "EX", "PX",
+	"KEEPTTL", "EXAT", "IFEQ", "IFNE", "*", "?", "[a-k]", "9223372036854775807", "-9223372036854775808",
+	"9223372036854775808", "01", "f",
+}
+
+// execCheck applies one OpExec (and an FLOCK or FUNLOCK of lock "a" now and
+// then, so names are shared) and checks what every apply must keep: a
+// reply of some kind, the invariants, the written records, a reload to
+// the same hash, and reads that change nothing.
+type execCheck struct {
+	s     *State
+	w     *memWriter
+	index uint64
+	time  int64
+}
+
+func newExecCheck() *execCheck {
+	c := &execCheck{s: New(Config{}), w: newMemWriter()}
+	c.apply(Entry{Op: OpSessionOpen, Session: "s", TTL: 1 << 40})
+	return c
+}
+
+func (c *execCheck) apply(e Entry) (Result, error) {
+	c.index++
+	e.Time = c.time
+	r, err := c.s.Apply(c.index, e, c.w)
+	if err != nil {
+		return r, err
+	}
+	if e.Op == OpExec && r.Reply.Kind == reply.Invalid {
+		return r, fmt.Errorf("%q: no reply", e.Args)
+	}
+	if err := checkInvariants(c.s); err != nil {
+		return r, fmt.Errorf("%q: %v", e.Args, err)
+	}
+	if err := sameRecords(c.s, c.w); err != nil {
+		return r, fmt.Errorf("%q: %v", e.Args, err)
+	}
+	return r, nil
+}
+
+func (c *execCheck) step(cmd []string, dt int64) error {
+	c.time += dt
+	switch cmd[0] {
+	case "FLOCK":
+		_, err := c.apply(Entry{Op: OpFlock, Session: "s", Lock: "a", Wait: NoWait})
+		return err
+	case "FUNLOCK":
+		_, err := c.apply(Entry{Op: OpFunlock, Session: "s", Lock: "a"})
+		return err
+	}
+	if _, err := c.apply(Entry{Op: OpExec, Args: cmd}); err != nil {
+		return err
+	}
+	before := c.s.Hash()
+	for _, now := range []int64{c.time, c.time + 50, c.time + 1000} {
+		if v := c.s.Exec(cmd, now); v.Kind == reply.Invalid {
+			return fmt.Errorf("Exec(%q): no reply", cmd)
+		}
+	}
+	if c.s.Hash() != before {
+		return fmt.Errorf("Exec(%q) changed the state", cmd)
+	}
+	return nil
+}
+
+// FuzzExec runs arbitrary commands (lines of NUL-separated arguments; a
+// first argument of one byte picks a name from execNames) through OpExec
+// and Exec. Nothing may panic and every apply keeps the state consistent.
+func FuzzExec(f *testing.F) {
+	for _, line := range []string{
+		"SET a v", "SET k v NX PX 100 GET", "HSET h f 1 g 2", "HINCRBY h f 9223372036854775807", "RPUSH l a b",
+		"LPOP l 5", "GETRANGE k -1 -5", "KEYS [a-k]*", "PEXPIRE k 0", "MSETNX a 1 k 2", "DELEX k IFEQ v",
+		"INCR k", "FLOCK", "SET a v", "FUNLOCK", "HDEL h f g",
+	} {
+		f.Add([]byte(strings.ReplaceAll(line, " ", "\x00")))
+	}
+	f.Add([]byte("\x00k\x00v\n\x15h\x00f\x001\n\x1bl\x00x\n\x1el\x001"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c := newExecCheck()
+		for i, line := range bytes.Split(b, []byte("\n")) {
+			if i == 64 {
+				break
+			}
+			var cmd []string
+			for _, a := range bytes.Split(line, []byte{0}) {
+				cmd = append(cmd, string(a))
+			}
+			if len(cmd[0]) == 1 {
+				cmd[0] = append(execNames, "FUNLOCK")[int(cmd[0][0])%(len(execNames)+1)]
+			}
+			if err := c.step(cmd, int64(i%3)*40); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := reload(c.s); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestExecRandom runs random commands over small pools of names and words.
+func TestExecRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for run := range 20 {
+		c := newExecCheck()
+		for i := range 500 {
+			cmd := []string{append(execNames, "FUNLOCK")[rng.IntN(len(execNames)+1)]}
+			for range rng.IntN(6) {
+				cmd = append(cmd, execWords[rng.IntN(len(execWords))])
+			}
+			if err := c.step(cmd, int64(rng.IntN(4))*30); err != nil {
+				t.Fatalf("run %d step %d: %v", run, i, err)
+			}
+			if i%100 == 99 {
+				s, err := reload(c.s)
+				if err != nil {
+					t.Fatalf("run %d step %d: %v", run, i, err)
+				}
+				c.s = s
+			}
+		}
+	}
+}
+
+// TestExecTable: every command the state machine executes is in the
+// command table with the matching flag, so the server routes it right.
+func TestExecTable(t *testing.T) {
+	for name := range readCmds {
+		if s, ok := table.Lookup([]byte(name)); !ok || !s.Has(commands.Read) || s.Has(commands.Write) {
+			t.Errorf("read command %s: table has %+v", name, s)
+		}
+		if !IsExecRead(strings.ToUpper(name)) || IsExecWrite(name) {
+			t.Errorf("%s: IsExecRead/IsExecWrite disagree", name)
+		}
+	}
+	for name := range writeCmds {
+		if s, ok := table.Lookup([]byte(name)); !ok || !s.Has(commands.Write) {
+			t.Errorf("write command %s: table has %+v", name, s)
+		}
+		if !IsExecWrite(strings.ToUpper(name)) || IsExecRead(name) {
+			t.Errorf("%s: IsExecRead/IsExecWrite disagree", name)
+		}
+	}
+	if IsExecRead("flock") || IsExecWrite("flock") {
+		t.Error("flock is not a keyspace command")
+	}
+}

@@ -1,0 +1,207 @@
+package lockstate
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/reply"
+)
+
+// Hash and list commands. A hash keeps its fields in insertion order, as
+// Redis's small hashes do, so HGETALL answers in Redis's order; an emptied
+// hash or list is deleted.
+
+func cmdHset(s *State, a [][]byte, now int64) reply.Value {
+	pairs, err := commands.ParsePairs(a, 2)
+	if err != nil {
+		return parseErr(err)
+	}
+	name := string(a[1])
+	k, ok := s.typed(name, kvHash, now)
+	if !ok {
+		return errWrongType
+	}
+	if k == nil {
+		k = s.newKey(name, kvHash)
+	}
+	var added int64
+	for _, fv := range pairs {
+		if s.hset(k, fv[0], fv[1]) {
+			added++
+		}
+	}
+	return reply.IntOf(added)
+}
+
+// hset sets one field; it reports whether the field is new.
+func (s *State) hset(k *kvKey, f, v string) bool {
+	_, had := k.hash[f]
+	if !had {
+		k.fields = append(k.fields, f)
+	}
+	k.hash[f] = v
+	s.markDirty(kvRecKey(k.name))
+	return !had
+}
+
+func cmdHget(s *State, a [][]byte, now int64) reply.Value {
+	k, ok := s.typed(string(a[1]), kvHash, now)
+	if !ok {
+		return errWrongType
+	}
+	if k != nil {
+		if v, ok := k.hash[string(a[2])]; ok {
+			return reply.BulkOf(v)
+		}
+	}
+	return reply.NilOf()
+}
+
+func cmdHexists(s *State, a [][]byte, now int64) reply.Value {
+	k, ok := s.typed(string(a[1]), kvHash, now)
+	if !ok {
+		return errWrongType
+	}
+	if k != nil {
+		if _, ok := k.hash[string(a[2])]; ok {
+			return reply.IntOf(1)
+		}
+	}
+	return reply.IntOf(0)
+}
+
+func cmdHgetall(s *State, a [][]byte, now int64) reply.Value {
+	k, ok := s.typed(string(a[1]), kvHash, now)
+	if !ok {
+		return errWrongType
+	}
+	var out []reply.Value
+	if k != nil {
+		out = make([]reply.Value, 0, 2*len(k.fields))
+		for _, f := range k.fields {
+			out = append(out, reply.BulkOf(f), reply.BulkOf(k.hash[f]))
+		}
+	}
+	return reply.MapOf(out...)
+}
+
+func cmdHdel(s *State, a [][]byte, now int64) reply.Value {
+	k, ok := s.typed(string(a[1]), kvHash, now)
+	if !ok {
+		return errWrongType
+	}
+	if k == nil {
+		return reply.IntOf(0)
+	}
+	var n int64
+	for _, f := range a[2:] {
+		if _, ok := k.hash[string(f)]; ok {
+			delete(k.hash, string(f))
+			k.fields = slices.DeleteFunc(k.fields, func(x string) bool { return x == string(f) })
+			n++
+		}
+	}
+	if n > 0 {
+		s.markDirty(kvRecKey(k.name))
+		if len(k.fields) == 0 {
+			s.deleteKey(k)
+		}
+	}
+	return reply.IntOf(n)
+}
+
+func cmdHincrBy(s *State, a [][]byte, now int64) reply.Value {
+	p, err := commands.ParseHIncrBy(a)
+	if err != nil {
+		return parseErr(err)
+	}
+	k, ok := s.typed(p.Key, kvHash, now)
+	if !ok {
+		return errWrongType
+	}
+	var n int64
+	if k != nil {
+		if v, ok := k.hash[p.Field]; ok {
+			if n, err = commands.ParseInt([]byte(v)); err != nil {
+				return reply.Err("ERR hash value is not an integer")
+			}
+		}
+	}
+	if (p.By > 0 && n > maxInt64-p.By) || (p.By < 0 && n < minInt64-p.By) {
+		return errIncrOverflow
+	}
+	n += p.By
+	if k == nil {
+		k = s.newKey(p.Key, kvHash)
+	}
+	s.hset(k, p.Field, strconv.FormatInt(n, 10))
+	return reply.IntOf(n)
+}
+
+func cmdPush(s *State, a [][]byte, now int64) reply.Value {
+	name, els := commands.ParsePush(a)
+	k, ok := s.typed(name, kvList, now)
+	if !ok {
+		return errWrongType
+	}
+	if k == nil {
+		k = s.newKey(name, kvList)
+	}
+	if a[0][0] == 'l' || a[0][0] == 'L' {
+		// LPUSH a b c leaves c b a in front.
+		slices.Reverse(els)
+		k.list = append(els, k.list...)
+	} else {
+		k.list = append(k.list, els...)
+	}
+	s.markDirty(kvRecKey(k.name))
+	return reply.IntOf(int64(len(k.list)))
+}
+
+func cmdLpop(s *State, a [][]byte, now int64) reply.Value {
+	count, err := commands.ParseCount(a)
+	if err != nil {
+		return parseErr(err)
+	}
+	k, ok := s.typed(string(a[1]), kvList, now)
+	switch {
+	case !ok:
+		return errWrongType
+	case k == nil && count < 0:
+		return reply.NilOf()
+	case k == nil:
+		return reply.NilArrayOf()
+	}
+	n := int64(1)
+	if count >= 0 {
+		n = min(count, int64(len(k.list)))
+	}
+	popped := k.list[:n]
+	k.list = slices.Clone(k.list[n:])
+	if n > 0 {
+		s.markDirty(kvRecKey(k.name))
+		if len(k.list) == 0 {
+			s.deleteKey(k)
+		}
+	}
+	if count < 0 {
+		return reply.BulkOf(popped[0])
+	}
+	out := make([]reply.Value, len(popped))
+	for i, e := range popped {
+		out[i] = reply.BulkOf(e)
+	}
+	return reply.ArrayOf(out...)
+}
+
+func cmdLlen(s *State, a [][]byte, now int64) reply.Value {
+	k, ok := s.typed(string(a[1]), kvList, now)
+	switch {
+	case !ok:
+		return errWrongType
+	case k == nil:
+		return reply.IntOf(0)
+	}
+	return reply.IntOf(int64(len(k.list)))
+}

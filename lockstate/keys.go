@@ -1,0 +1,359 @@
+package lockstate
+
+import (
+	"errors"
+	"slices"
+)
+
+// The Redis keyspace. A name is a string, hash or list key, or a held
+// fenced lock, never two of them; a free lock has no key. Keys live in
+// s.kv, locks in s.locks, and the commands see both (see exec.go).
+//
+// TTLs are in cluster time: a key's deadline is an absolute cluster time in
+// ms, and the key is gone once the time is strictly past it, like every
+// other deadline (see expire). Keys with a deadline are in the timer heap,
+// so the leader's ticks delete them actively; a read between ticks skips
+// them lazily (live).
+
+// kvType is the type of a key. Its values are part of the record format.
+type kvType uint8
+
+const (
+	kvString kvType = 1
+	kvHash   kvType = 2
+	kvList   kvType = 3
+)
+
+// kvKey is the record of one key.
+type kvKey struct {
+	name    string
+	typ     kvType
+	str     string            // kvString
+	fields  []string          // kvHash: field names in insertion order, as Redis's small hashes reply them
+	hash    map[string]string // kvHash: field -> value
+	list    []string          // kvList, never empty
+	created int64             // log index of the entry that created the key: FENCE key
+	ttl     bool              // timer holds the deadline
+	timer   timer
+}
+
+// typeName is TYPE's answer.
+func (t kvType) typeName() string {
+	switch t {
+	case kvString:
+		return "string"
+	case kvHash:
+		return "hash"
+	case kvList:
+		return "list"
+	}
+	return "none"
+}
+
+// live returns the key name at cluster time now, or nil when there is none
+// or its deadline is past.
+func (s *State) live(name string, now int64) *kvKey {
+	k := s.kv[name]
+	if k == nil || (k.ttl && k.timer.deadline < now) {
+		return nil
+	}
+	return k
+}
+
+// newKey creates key name, of type t, at the entry being applied.
+func (s *State) newKey(name string, t kvType) *kvKey {
+	k := &kvKey{name: name, typ: t, created: int64(s.index)}
+	k.timer.key = k
+	if t == kvHash {
+		k.hash = make(map[string]string)
+	}
+	s.kv[name] = k
+	s.markDirty(kvRecKey(name))
+	return k
+}
+
+// deleteKey removes k.
+func (s *State) deleteKey(k *kvKey) {
+	if k.ttl {
+		s.unschedule(&k.timer)
+		k.ttl = false
+	}
+	delete(s.kv, k.name)
+	s.markDirty(kvRecKey(k.name))
+}
+
+// setDeadline gives k the absolute deadline d.
+func (s *State) setDeadline(k *kvKey, d int64) {
+	k.ttl = true
+	s.schedule(&k.timer, d)
+	s.markDirty(kvRecKey(k.name))
+}
+
+// persist removes k's deadline; it reports whether there was one.
+func (s *State) persist(k *kvKey) bool {
+	if !k.ttl {
+		return false
+	}
+	s.unschedule(&k.timer)
+	k.ttl = false
+	s.markDirty(kvRecKey(k.name))
+	return true
+}
+
+// setString makes k the string v, whatever its type was.
+func (s *State) setString(k *kvKey, v string) {
+	k.typ, k.str, k.fields, k.hash, k.list = kvString, v, nil, nil, nil
+	s.markDirty(kvRecKey(k.name))
+}
+
+// KeyFence answers FENCE for a plain key: the log index of the entry that
+// created it, which a re-created key gets anew, so it strictly increases
+// across delete and re-create. A held fenced lock answers its token. false
+// when the name is neither at cluster time now.
+func (s *State) KeyFence(name string, now int64) (int64, bool) {
+	if l := s.locks[name]; l != nil {
+		return l.token, true
+	}
+	if k := s.live(name, now); k != nil {
+		return k.created, true
+	}
+	return 0, false
+}
+
+// KeyType answers TYPE: "none", "string", "hash", "list" or "fencedlock".
+func (s *State) KeyType(name string, now int64) string {
+	if s.locks[name] != nil {
+		return "fencedlock"
+	}
+	if k := s.live(name, now); k != nil {
+		return k.typ.typeName()
+	}
+	return "none"
+}
+
+// KeyCount answers DBSIZE: the keys live at now plus the held locks.
+func (s *State) KeyCount(now int64) int {
+	n := len(s.locks)
+	for _, k := range s.kv {
+		if !k.ttl || k.timer.deadline >= now {
+			n++
+		}
+	}
+	return n
+}
+
+// Record of a key, k/<name>: version, type, created (varint), a deadline
+// flag (0, or 1 and the deadline as a varint), then by type: a string's
+// value; a hash's field count and its field, value pairs in insertion
+// order; a list's length and its elements.
+const prefixKV = "k/"
+
+func kvRecKey(name string) string { return prefixKV + name }
+
+func appendKV(b []byte, k *kvKey) []byte {
+	b = append(b, recordVersion, byte(k.typ))
+	b = appendVarint(b, k.created)
+	if k.ttl {
+		b = append(b, 1)
+		b = appendVarint(b, k.timer.deadline)
+	} else {
+		b = append(b, 0)
+	}
+	switch k.typ {
+	case kvString:
+		b = appendString(b, k.str)
+	case kvHash:
+		b = appendUvarint(b, uint64(len(k.fields)))
+		for _, f := range k.fields {
+			b = appendString(b, f)
+			b = appendString(b, k.hash[f])
+		}
+	case kvList:
+		b = appendUvarint(b, uint64(len(k.list)))
+		for _, e := range k.list {
+			b = appendString(b, e)
+		}
+	}
+	return b
+}
+
+func (s *State) loadKV(name string, r *reader) error {
+	k := &kvKey{name: name, typ: kvType(r.byte()), created: r.varint()}
+	k.timer.key = k
+	var deadline int64
+	switch r.byte() {
+	case 0:
+	case 1:
+		k.ttl = true
+		deadline = r.varint()
+	default:
+		r.fail(errors.New("bad deadline flag"))
+	}
+	// Every element takes at least a byte: a count past the rest of the
+	// record is rejected before allocating.
+	count := func() int {
+		n := r.uvarint()
+		if n > uint64(len(r.b)) {
+			r.fail(errLength)
+			return 0
+		}
+		return int(n)
+	}
+	switch k.typ {
+	case kvString:
+		k.str = r.str()
+	case kvHash:
+		n := count()
+		k.hash = make(map[string]string, n)
+		for i := 0; i < n && r.err == nil; i++ {
+			f, v := r.str(), r.str()
+			if _, dup := k.hash[f]; dup && r.err == nil {
+				r.fail(errors.New("hash field twice"))
+			}
+			k.fields = append(k.fields, f)
+			k.hash[f] = v
+		}
+		if n == 0 && r.err == nil {
+			r.fail(errors.New("empty hash"))
+		}
+	case kvList:
+		n := count()
+		for i := 0; i < n && r.err == nil; i++ {
+			k.list = append(k.list, r.str())
+		}
+		if n == 0 && r.err == nil {
+			r.fail(errors.New("empty list"))
+		}
+	default:
+		if r.err == nil {
+			r.fail(errors.New("unknown key type"))
+		}
+	}
+	if err := r.done(); err != nil {
+		return err
+	}
+	if s.kv[name] != nil {
+		return errLoadOrder
+	}
+	if s.locks[name] != nil {
+		return errors.New("a key and a held lock of the same name")
+	}
+	s.kv[name] = k
+	if k.ttl {
+		s.schedule(&k.timer, deadline)
+	}
+	return nil
+}
+
+// keyNames returns the names KEYS sees at now, sorted: live keys and held
+// locks.
+func (s *State) keyNames(now int64, match func(string) bool) []string {
+	var out []string
+	for name, k := range s.kv {
+		if (!k.ttl || k.timer.deadline >= now) && match(name) {
+			out = append(out, name)
+		}
+	}
+	for name := range s.locks {
+		if match(name) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// globMatch is Redis's stringmatchlen, case-sensitive: '*', '?', '[...]'
+// with '^' negation and 'a-z' ranges, and '\' escaping the next byte. As
+// in Redis, a '*' that ran out of string stops its callers from trying
+// longer matches, and nesting is bounded, so no pattern is exponential.
+func globMatch(pattern, str string) bool {
+	skip := false
+	return globMatchImpl(pattern, str, &skip, 0)
+}
+
+func globMatchImpl(pattern, str string, skipLonger *bool, nesting int) bool {
+	if nesting > 1000 {
+		return false
+	}
+	p, s := 0, 0
+	for p < len(pattern) && s < len(str) {
+		switch pattern[p] {
+		case '*':
+			for p+1 < len(pattern) && pattern[p+1] == '*' {
+				p++
+			}
+			if p+1 == len(pattern) {
+				return true
+			}
+			for ; s < len(str); s++ {
+				if globMatchImpl(pattern[p+1:], str[s:], skipLonger, nesting+1) {
+					return true
+				}
+				if *skipLonger {
+					return false
+				}
+			}
+			*skipLonger = true
+			return false
+		case '?':
+			s++
+		case '[':
+			p++
+			not := p < len(pattern) && pattern[p] == '^'
+			if not {
+				p++
+			}
+			match := false
+			for {
+				if p < len(pattern) && pattern[p] == '\\' && p+1 < len(pattern) {
+					p++
+					if pattern[p] == str[s] {
+						match = true
+					}
+				} else if p < len(pattern) && pattern[p] == ']' {
+					break
+				} else if p >= len(pattern) {
+					p-- // an unterminated class ends with the pattern
+					break
+				} else if p+2 < len(pattern) && pattern[p+1] == '-' {
+					lo, hi := pattern[p], pattern[p+2]
+					if lo > hi {
+						lo, hi = hi, lo
+					}
+					p += 2
+					if str[s] >= lo && str[s] <= hi {
+						match = true
+					}
+				} else if pattern[p] == str[s] {
+					match = true
+				}
+				p++
+			}
+			if not {
+				match = !match
+			}
+			if !match {
+				return false
+			}
+			s++
+		case '\\':
+			if p+1 < len(pattern) {
+				p++
+			}
+			fallthrough
+		default:
+			if pattern[p] != str[s] {
+				return false
+			}
+			s++
+		}
+		p++
+	}
+	if s == len(str) {
+		for p < len(pattern) && pattern[p] == '*' {
+			p++
+		}
+	}
+	return p >= len(pattern) && s == len(str)
+}
