@@ -17,28 +17,77 @@ import (
 // index; read handlers only read, at the now they are given, so they serve
 // both Exec on the leader and, later, scripts inside Apply.
 
-var table = commands.New()
-
 // handler runs one command; args[0] is its name as sent.
 type handler func(s *State, args [][]byte, now int64) reply.Value
 
-// readCmds and writeCmds are the commands the state machine executes, by
-// their table name.
-var readCmds, writeCmds map[string]handler
+// readHandler and writeHandler name the commands the state machine
+// executes, by their table name (nil: not one of them).
+func readHandler(name string) handler {
+	switch name {
+	case "get":
+		return cmdGet
+	case "mget":
+		return cmdMget
+	case "exists":
+		return cmdExists
+	case "ttl":
+		return cmdTTL
+	case "pttl":
+		return cmdPTTL
+	case "type":
+		return cmdType
+	case "keys":
+		return cmdKeys
+	case "getrange":
+		return cmdGetRange
+	case "dbsize":
+		return cmdDBSize
+	case "hget":
+		return cmdHget
+	case "hexists":
+		return cmdHexists
+	case "hgetall":
+		return cmdHgetall
+	case "llen":
+		return cmdLlen
+	}
+	return nil
+}
 
-func init() {
-	readCmds = map[string]handler{
-		"get": cmdGet, "mget": cmdMget, "exists": cmdExists, "ttl": cmdTTL, "pttl": cmdPTTL,
-		"type": cmdType, "keys": cmdKeys, "getrange": cmdGetRange, "dbsize": cmdDBSize,
-		"hget": cmdHget, "hexists": cmdHexists, "hgetall": cmdHgetall, "llen": cmdLlen,
+func writeHandler(name string) handler {
+	switch name {
+	case "set":
+		return cmdSet
+	case "getdel":
+		return cmdGetDel
+	case "mset":
+		return cmdMset
+	case "msetnx":
+		return cmdMsetNX
+	case "incr":
+		return cmdIncr
+	case "del", "unlink":
+		return cmdDel
+	case "expire", "pexpire", "expireat", "pexpireat":
+		return cmdExpire
+	case "persist":
+		return cmdPersist
+	case "delex":
+		return cmdDelEx
+	case "delifeq":
+		return cmdDelIfEq
+	case "hset":
+		return cmdHset
+	case "hincrby":
+		return cmdHincrBy
+	case "hdel":
+		return cmdHdel
+	case "lpush", "rpush":
+		return cmdPush
+	case "lpop":
+		return cmdLpop
 	}
-	writeCmds = map[string]handler{
-		"set": cmdSet, "getdel": cmdGetDel, "mset": cmdMset, "msetnx": cmdMsetNX, "incr": cmdIncr,
-		"del": cmdDel, "unlink": cmdDel, "expire": cmdExpire, "pexpire": cmdExpire, "expireat": cmdExpire, "pexpireat": cmdExpire,
-		"persist": cmdPersist, "delex": cmdDelEx, "delifeq": cmdDelIfEq,
-		"hset": cmdHset, "hincrby": cmdHincrBy, "hdel": cmdHdel,
-		"lpush": cmdPush, "rpush": cmdPush, "lpop": cmdLpop,
-	}
+	return nil
 }
 
 // Error replies, in Redis's words.
@@ -57,10 +106,10 @@ const (
 )
 
 // IsExecRead reports whether Exec serves the command named name (any case).
-func IsExecRead(name string) bool { return readCmds[strings.ToLower(name)] != nil }
+func IsExecRead(name string) bool { return readHandler(strings.ToLower(name)) != nil }
 
 // IsExecWrite reports whether OpExec runs the command named name (any case).
-func IsExecWrite(name string) bool { return writeCmds[strings.ToLower(name)] != nil }
+func IsExecWrite(name string) bool { return writeHandler(strings.ToLower(name)) != nil }
 
 // Exec answers a read command of the keyspace (GET, MGET, EXISTS, TTL,
 // PTTL, TYPE, KEYS, GETRANGE, HGET, HEXISTS, HGETALL, LLEN, DBSIZE) against
@@ -81,20 +130,20 @@ func (s *State) call(args []string, now int64, mode execMode) reply.Value {
 	for i, x := range args {
 		a[i] = []byte(x)
 	}
-	spec, err := table.Check(a)
+	spec, err := s.table.Check(a)
 	if err != nil {
 		return reply.Err(commands.ErrorText(err))
 	}
-	if h := readCmds[spec.Name]; h != nil && mode&execRead != 0 {
+	if h := readHandler(spec.Name); h != nil && mode&execRead != 0 {
 		return h(s, a, now)
 	}
-	if h := writeCmds[spec.Name]; h != nil && mode&execWrite != 0 {
+	if h := writeHandler(spec.Name); h != nil && mode&execWrite != 0 {
 		return h(s, a, now)
 	}
 	switch {
-	case readCmds[spec.Name] != nil:
+	case readHandler(spec.Name) != nil:
 		return reply.Err(fmt.Sprintf("ERR '%s' is a read command: it is not applied through the log", spec.Name))
-	case writeCmds[spec.Name] != nil:
+	case writeHandler(spec.Name) != nil:
 		return reply.Err(fmt.Sprintf("ERR '%s' is a write command: it must be applied through the log", spec.Name))
 	}
 	return reply.Err(fmt.Sprintf("ERR '%s' is not a keyspace command", spec.Name))

@@ -3,14 +3,17 @@ package lockstate
 import (
 	"math"
 	"slices"
+
+	"github.com/fenced/fenced/commands"
 )
 
 // State is the replicated lock state. Apply and Load modify it and must not
 // run concurrently with anything else; the reads (Records and Hash too)
 // only read it, so they may run concurrently with one another.
 type State struct {
-	cfg  Config
-	time int64 // cluster time of the last applied entry
+	cfg   Config
+	table *commands.Table // arity and names of the keyspace commands
+	time  int64           // cluster time of the last applied entry
 
 	sessions map[string]*session
 	locks    map[string]*lock // held locks only: a free lock has no record
@@ -107,6 +110,7 @@ func New(cfg Config) *State {
 	}
 	return &State{
 		cfg:      cfg,
+		table:    commands.New(),
 		sessions: make(map[string]*session),
 		locks:    make(map[string]*lock),
 		refs:     make(map[string]*refs),
