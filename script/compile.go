@@ -1,0 +1,195 @@
+package script
+
+import (
+	"fmt"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/parse"
+)
+
+// chunkName is the name Redis gives a script: messages say "user_script:N:"
+// and the error suffix says "@user_script:N".
+const chunkName = "user_script"
+
+// program is a compiled, instrumented script. Its proto is read-only and
+// shared by every run of the same source.
+type program struct {
+	sha   string
+	proto *lua.FunctionProto
+}
+
+// cacheMax bounds the compile cache, keyed by SHA-1. When full it is
+// emptied: a lock server sees a handful of scripts.
+const cacheMax = 1024
+
+type cacheEntry struct {
+	prog *program
+	err  *CompileError
+}
+
+func (e *Engine) compile(src string) (*program, *CompileError) {
+	if len(src) > e.lim.MaxSource {
+		return nil, &CompileError{Msg: ErrTooLarge}
+	}
+	sha := SHA1(src)
+	e.mu.Lock()
+	ce, ok := e.cache[sha]
+	e.mu.Unlock()
+	if ok {
+		return ce.prog, ce.err
+	}
+	proto, err := compileSource(src)
+	if err == nil {
+		ce = cacheEntry{prog: &program{sha: sha, proto: proto}}
+	} else {
+		ce = cacheEntry{err: err}
+	}
+	e.mu.Lock()
+	if len(e.cache) >= cacheMax {
+		clear(e.cache)
+	}
+	e.cache[sha] = ce
+	e.mu.Unlock()
+	return ce.prog, ce.err
+}
+
+// compileErr builds Redis's compile error reply from a Lua message.
+func compileErr(msg string) *CompileError {
+	return &CompileError{Msg: oneLine("ERR Error compiling script (new function): " + msg)}
+}
+
+// oneLine maps CR and LF to spaces and trims them at the ends, as Redis does
+// to every error reply.
+func oneLine(s string) string {
+	s = strings.Trim(s, "\r\n")
+	if strings.ContainsAny(s, "\r\n") {
+		s = strings.Map(func(r rune) rune {
+			if r == '\r' || r == '\n' {
+				return ' '
+			}
+			return r
+		}, s)
+	}
+	return s
+}
+
+// compileSource parses, checks, instruments and compiles src.
+func compileSource(src string) (proto *lua.FunctionProto, cerr *CompileError) {
+	body, serr := stripShebang(src)
+	if serr != "" {
+		return nil, &CompileError{Msg: serr}
+	}
+	defer func() {
+		// gopher-lua's parser and compiler panic on some inputs; a script
+		// that cannot be compiled is a compile error, whatever the cause.
+		if p := recover(); p != nil {
+			proto, cerr = nil, compileErr(fmt.Sprintf("%s:%d: %v", chunkName, lastLine(body), p))
+		}
+	}()
+	chunk, err := parse.Parse(strings.NewReader(body), chunkName)
+	if err != nil {
+		return nil, parseError(err, body)
+	}
+	chunk, msg := instrument(chunk)
+	if msg != "" {
+		return nil, compileErr(msg)
+	}
+	proto, err = lua.Compile(chunk, chunkName)
+	if err != nil {
+		if ce, ok := err.(*lua.CompileError); ok {
+			return nil, compileErr(fmt.Sprintf("%s:%d: %s", chunkName, ce.Line, ce.Message))
+		}
+		return nil, compileErr(err.Error())
+	}
+	return proto, nil
+}
+
+// lastLine is the line Lua reports at the end of the source.
+func lastLine(body string) int { return strings.Count(body, "\n") + 1 }
+
+// parseError turns a gopher-lua parse error into Lua 5.1's wording where it
+// can: "user_script:LINE: MESSAGE near 'TOKEN'". gopher-lua's yacc parser
+// only says "syntax error", which becomes "unexpected symbol"; Lua's more
+// specific messages ("'=' expected", "'end' expected") are not reproduced.
+func parseError(err error, body string) *CompileError {
+	pe, ok := err.(*parse.Error)
+	if !ok {
+		return compileErr(fmt.Sprintf("%s:%d: %v", chunkName, lastLine(body), err))
+	}
+	line, near := pe.Pos.Line, "'"+pe.Token+"'"
+	if line == parse.EOF || line <= 0 {
+		line, near = lastLine(body), "'<eof>'"
+	}
+	var msg string
+	switch pe.Message {
+	case "unterminated string":
+		msg = "unfinished string"
+	case "unterminated multiline string":
+		msg, near = "unfinished long string", "'<eof>'"
+	case "invalid multiline comment":
+		msg, near = "unfinished long comment", "'<eof>'"
+	case "invalid multiline string":
+		msg = "invalid long string delimiter"
+	case "illegal hexadecimal number":
+		msg = "malformed number"
+	default:
+		msg = "unexpected symbol"
+	}
+	return compileErr(fmt.Sprintf("%s:%d: %s near %s", chunkName, line, msg, near))
+}
+
+// stripShebang handles Redis 7's "#!lua flags=..." first line: the line is
+// checked and removed, keeping its newline so that line numbers stay the
+// user's. It answers the body or an error reply text.
+func stripShebang(src string) (string, string) {
+	if !strings.HasPrefix(src, "#!") {
+		return src, ""
+	}
+	end := strings.IndexByte(src, '\n')
+	if end < 0 {
+		return "", "ERR Invalid script shebang"
+	}
+	parts := strings.Fields(src[:end])
+	if len(parts) == 0 {
+		return "", "ERR Invalid engine in script shebang"
+	}
+	if parts[0] != "#!lua" {
+		return "", "ERR Unexpected engine in script shebang: " + parts[0]
+	}
+	for _, p := range parts[1:] {
+		if !strings.HasPrefix(p, "flags=") {
+			return "", "ERR Unknown lua shebang option: " + p
+		}
+		if p == "flags=" {
+			continue
+		}
+		for _, f := range strings.Split(p[len("flags="):], ",") {
+			switch f {
+			case "no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys":
+			default:
+				return "", "ERR Unexpected flag in script shebang: " + f
+			}
+		}
+	}
+	return src[end:], ""
+}
+
+// Shebang reports the flags of a "#!lua flags=..." first line, for a server
+// that honours no-writes (EVAL_RO-like behaviour). ok is false when src has
+// no shebang.
+func Shebang(src string) (flags []string, ok bool) {
+	if !strings.HasPrefix(src, "#!") {
+		return nil, false
+	}
+	end := strings.IndexByte(src, '\n')
+	if end < 0 {
+		return nil, true
+	}
+	for _, p := range strings.Fields(src[:end]) {
+		if rest, found := strings.CutPrefix(p, "flags="); found && rest != "" {
+			flags = append(flags, strings.Split(rest, ",")...)
+		}
+	}
+	return flags, true
+}

@@ -1,0 +1,34 @@
+package script
+
+import (
+	"sync"
+
+	"github.com/fenced/fenced/reply"
+)
+
+// engines holds one verifying Engine per Limits, shared by the tests so
+// that they reuse pooled sandboxes as the server does; every run checks,
+// when its runner goes back to the pool, that the script could not change
+// the sandbox.
+var engines sync.Map
+
+func engine(lim Limits) *Engine {
+	lim = lim.normalized()
+	if e, ok := engines.Load(lim); ok {
+		return e.(*Engine)
+	}
+	e := NewEngine(lim)
+	e.verify = true
+	got, _ := engines.LoadOrStore(lim, e)
+	return got.(*Engine)
+}
+
+func runLim(src string, keys, argv []string, env Env, seed int64, lim Limits) reply.Value {
+	return engine(lim).Run(src, keys, argv, env, seed)
+}
+
+func stepsLim(src string, keys, argv []string, env Env, seed int64, lim Limits) (reply.Value, int64) {
+	return engine(lim).runSteps(src, keys, argv, env, seed)
+}
+
+func compileSrc(src string) error { return engine(DefaultLimits()).Compile(src) }
