@@ -120,9 +120,18 @@ func New() *Table {
 		{"rpush", -3, Write, "Append elements to a list", "key element [element ...]"},
 		{"lpop", -2, Write, "Remove and reply the first elements of a list", "key [count]"},
 		{"llen", 2, Read, "Reply a list's length", "key"},
+		{"blpop", -3, Write | Blocking, "Remove and reply the first element of the first non-empty list, waiting for one", "key [key ...] timeout"},
+		// Scripts and pub/sub (SPEC section 4).
+		{"eval", -3, Write, "Run a Lua script in the state machine", "script numkeys [key ...] [arg ...]"},
+		{"evalsha", -3, Write, "Run a cached Lua script by its SHA-1", "sha1 numkeys [key ...] [arg ...]"},
+		{"script", -2, Write, "Manage the replicated script cache", "LOAD script | EXISTS sha1 [sha1 ...] | FLUSH [ASYNC|SYNC]"},
+		{"publish", 3, Write, "Post a message to a channel, delivered by every node", "channel message"},
+		{"subscribe", -2, Conn, "Listen for messages on channels", "channel [channel ...]"},
+		{"unsubscribe", -1, Conn, "Stop listening on channels (all if none given)", "[channel ...]"},
 		// Cluster administration.
 		{"raft.snapshot", 1, Admin | Conn, "Take a snapshot and compact the log", ""},
 		{"raft.status", 1, Admin | Conn, "Describe this node's Raft state", ""},
+		{"raft.hash", 1, Admin | Conn, "Reply this node's applied index and a SHA-256 of its state at that index", ""},
 		{"raft.join", 4, Write | Admin, "Add a node as a non-voter; it becomes a voter once caught up", "id raft-addr client-addr"},
 		{"raft.remove", 2, Write | Admin, "Remove a node; its id is never reused", "id"},
 		{"raft.transfer", -1, Write | Admin, "Hand leadership to a voter (the most up-to-date one by default)", "[id]"},

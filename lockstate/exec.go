@@ -86,6 +86,16 @@ func writeHandler(name string) handler {
 		return cmdPush
 	case "lpop":
 		return cmdLpop
+	case "blpop":
+		return cmdBlpop
+	case "eval":
+		return cmdEval
+	case "evalsha":
+		return cmdEvalSHA
+	case "script":
+		return cmdScript
+	case "publish":
+		return cmdPublish
 	}
 	return nil
 }

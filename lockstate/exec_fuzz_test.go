@@ -17,6 +17,7 @@ var execNames = []string{
 	"SET", "GET", "GETDEL", "MGET", "MSET", "MSETNX", "GETRANGE", "INCR", "DEL", "UNLINK", "EXISTS",
 	"EXPIRE", "PEXPIRE", "PEXPIREAT", "TTL", "PTTL", "PERSIST", "TYPE", "KEYS", "DELEX", "DELIFEQ",
 	"HSET", "HGET", "HINCRBY", "HEXISTS", "HDEL", "HGETALL", "LPUSH", "RPUSH", "LPOP", "LLEN", "DBSIZE",
+	"BLPOP", "PUBLISH", "EVAL", "EVALSHA", "SCRIPT",
 	"FLOCK", "PING", "NOPE",
 }
 
@@ -25,7 +26,8 @@ var execNames = []string{
 var execWords = []string{
 	"a", "k", "h", "l", "", "v", "1", "0", "-1", "10", "100", "NX", "XX", "GT", "LT", "GET", "EX", "PX",
 	"KEEPTTL", "EXAT", "IFEQ", "IFNE", "*", "?", "[a-k]", "9223372036854775807", "-9223372036854775808",
-	"9223372036854775808", "01", "f",
+	"9223372036854775808", "01", "f", "LOAD", "EXISTS", "FLUSH", "return 1",
+	"return redis.call('rpush', KEYS[1], ARGV[1])", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db",
 }
 
 // execCheck applies one OpExec (and an FLOCK or FUNLOCK of lock "a" now and

@@ -156,6 +156,7 @@ func cmdPush(s *State, a [][]byte, now int64) reply.Value {
 		k.list = append(k.list, els...)
 	}
 	s.markDirty(kvRecKey(k.name))
+	s.pushed = append(s.pushed, k.name)
 	return reply.IntOf(int64(len(k.list)))
 }
 
@@ -193,6 +194,33 @@ func cmdLpop(s *State, a [][]byte, now int64) reply.Value {
 		out[i] = reply.BulkOf(e)
 	}
 	return reply.ArrayOf(out...)
+}
+
+// cmdBlpop pops the first element of the first non-empty list, as BLPOP
+// does when it need not wait: the reply is [key, element], or a null array
+// when every list is empty, for the server to wait for a push and try again
+// (a script gets the null at once, as in Redis).
+func cmdBlpop(s *State, a [][]byte, now int64) reply.Value {
+	if _, err := commands.ParseBlockTimeout(a[len(a)-1]); err != nil {
+		return parseErr(err)
+	}
+	for _, name := range a[1 : len(a)-1] {
+		k, ok := s.typed(string(name), kvList, now)
+		if !ok {
+			return errWrongType
+		}
+		if k == nil {
+			continue
+		}
+		e := k.list[0]
+		k.list = slices.Clone(k.list[1:])
+		s.markDirty(kvRecKey(k.name))
+		if len(k.list) == 0 {
+			s.deleteKey(k)
+		}
+		return reply.ArrayOf(reply.BulkOf(k.name), reply.BulkOf(e))
+	}
+	return reply.NilArrayOf()
 }
 
 func cmdLlen(s *State, a [][]byte, now int64) reply.Value {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/fenced/fenced/script"
 )
 
 // memWriter is a Writer that keeps the records in a map, as Pebble would.
@@ -267,6 +269,23 @@ func checkInvariants(s *State) error {
 		}
 		if i > 0 && s.timers.Less(i, (i-1)/2) {
 			return fmt.Errorf("heap order broken at %d", i)
+		}
+	}
+	byEval := 0
+	for sha, sc := range s.scripts {
+		if script.SHA1(sc.src) != sha {
+			return fmt.Errorf("script %s under the wrong SHA-1", sha)
+		}
+		if sc.byEval {
+			byEval++
+		}
+	}
+	if byEval != len(s.evalOrder) || byEval > maxEvalScripts {
+		return fmt.Errorf("%d scripts cached by EVAL, %d in evalOrder", byEval, len(s.evalOrder))
+	}
+	for i, sha := range s.evalOrder {
+		if sc := s.scripts[sha]; sc == nil || !sc.byEval || (i > 0 && s.scripts[s.evalOrder[i-1]].seq >= sc.seq) {
+			return fmt.Errorf("evalOrder broken at %d", i)
 		}
 	}
 	return nil

@@ -39,6 +39,8 @@ func (s *State) load(k string, value []byte) error {
 		return s.loadSession(k[len(prefixSession):], &r)
 	case strings.HasPrefix(k, prefixKV):
 		return s.loadKV(k[len(prefixKV):], &r)
+	case strings.HasPrefix(k, prefixScript):
+		return s.loadScript(k[len(prefixScript):], &r)
 	case strings.HasPrefix(k, prefixLock):
 		return s.loadLock(k[len(prefixLock):], &r)
 	case strings.HasPrefix(k, prefixWaiter):

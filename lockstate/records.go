@@ -17,6 +17,7 @@ import (
 //	r/<session>\x00<seq:8 BE>     remembered answer of a request: req, result
 //	s/<session>                   open session: name, ttl, created, deadline, next memo seq
 //	w/<lock>\x00<pos:8 BE>        queued FLOCK: session, owner, req, limit, deadline, wait ids
+//	x/<sha1>                      cached script: cached by EVAL or SCRIPT LOAD, index, source (scripts.go)
 //
 // Memos and waiters are records of their own so that answering a request or
 // joining a queue writes one small record, not its session's or its lock's
@@ -222,6 +223,12 @@ func (s *State) lookup(b []byte, key string) ([]byte, bool) {
 			return b, false
 		}
 		b = appendSession(b, ss)
+	case strings.HasPrefix(key, prefixScript):
+		sc := s.scripts[key[len(prefixScript):]]
+		if sc == nil {
+			return b, false
+		}
+		b = appendScript(b, sc)
 	case strings.HasPrefix(key, prefixKV):
 		k := s.kv[key[len(prefixKV):]]
 		if k == nil {
@@ -325,6 +332,9 @@ func (s *State) keys() []string {
 	}
 	for name := range s.kv {
 		keys = append(keys, kvRecKey(name))
+	}
+	for sha := range s.scripts {
+		keys = append(keys, scriptKey(sha))
 	}
 	for id, rf := range s.refs {
 		for _, m := range rf.memos {

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/script"
 )
 
 // State is the replicated lock state. Apply and Load modify it and must not
@@ -22,15 +23,21 @@ type State struct {
 	reqWaits map[sessReq]*waiter // queued FLOCKs that carry a REQ
 	waitIDs  map[uint64]*waiter
 	timers   timerHeap
-	members  map[string]*Member // cluster members, removed ones included
-	kv       map[string]*kvKey  // string, hash and list keys (keys.go)
+	members  map[string]*Member       // cluster members, removed ones included
+	kv       map[string]*kvKey        // string, hash and list keys (keys.go)
+	scripts  map[string]*storedScript // cached scripts by SHA-1 (scripts.go)
+	// evalOrder is the SHA-1s of the scripts cached by EVAL, oldest first.
+	evalOrder []string
+	engine    *script.Engine
 
 	// Scratch of the Apply in progress.
-	index uint64              // log index of the entry; the token of its grants
-	now   int64               // cluster time of the entry
-	dirty map[string]struct{} // keys of records changed by this entry
-	wakes []Wake
-	buf   []byte
+	index    uint64              // log index of the entry; the token of its grants
+	now      int64               // cluster time of the entry
+	dirty    map[string]struct{} // keys of records changed by this entry
+	wakes    []Wake
+	pushed   []string
+	messages []Message
+	buf      []byte
 }
 
 // session is the record of an open session.
@@ -120,6 +127,10 @@ func New(cfg Config) *State {
 		members:  make(map[string]*Member),
 		dirty:    make(map[string]struct{}),
 		kv:       make(map[string]*kvKey),
+		scripts:  make(map[string]*storedScript),
+		// The limits are not configurable: a script must stop at the same
+		// step on every replica.
+		engine: script.NewEngine(script.DefaultLimits()),
 	}
 }
 
@@ -170,8 +181,8 @@ func (s *State) Apply(index uint64, e Entry, w Writer) (Result, error) {
 	default:
 		r = Result{Err: ErrBadEntry}
 	}
-	r.Wakes = s.wakes
-	s.wakes = nil
+	r.Wakes, r.Pushed, r.Messages = s.wakes, s.pushed, s.messages
+	s.wakes, s.pushed, s.messages = nil, nil, nil
 	return r, s.flush(w)
 }
 

@@ -130,6 +130,11 @@ type Result struct {
 	// Wakes answers waiting FLOCKs that this entry resolved (granted, timed
 	// out, cancelled, session ended), in a deterministic order.
 	Wakes []Wake
+	// Pushed names the lists this entry added elements to (BLPOP waiters
+	// try again) and Messages the PUBLISHes it made, in order. Both are for
+	// the node that applies the entry and are not encoded.
+	Pushed   []string
+	Messages []Message
 }
 
 // Member is a cluster member as recorded by OpNodeJoin and OpNodeRemove. A

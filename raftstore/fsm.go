@@ -21,9 +21,9 @@ var appliedKey = []byte{prefixMeta, 'a'}
 // Observer hears about applied entries on this node. It is called after the
 // batch is committed, outside the state lock, in log order.
 type Observer interface {
-	Applied(time int64, wakes []lockstate.Wake)
+	Applied(time int64, ev lockstate.Events)
 	// Restored is called after a snapshot replaced the state: entries up to
-	// the snapshot were never applied here one by one, so their wakes were
+	// the snapshot were never applied here one by one, so their events were
 	// never reported. read runs fn on the restored state (or a later one).
 	Restored(read func(fn func(*lockstate.State)))
 }
@@ -114,7 +114,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) { return f.snapshot() }
 // replica that skipped an entry would diverge silently (hashicorp/raft#307).
 func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 	out := make([]interface{}, len(logs))
-	var wakes []lockstate.Wake
+	var ev lockstate.Events
 	f.mu.Lock()
 	b := f.db.NewBatch()
 	w := &batchWriter{b: b}
@@ -136,7 +136,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 		if err != nil {
 			panic(fmt.Sprintf("raftstore: apply entry %d: %v", l.Index, err))
 		}
-		wakes = append(wakes, res.Wakes...)
+		ev.Add(&res)
 		out[i] = &res
 	}
 	changed := applied != f.applied
@@ -161,7 +161,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 	// of configuration changes only or stamped at time 0: Node.Read waits
 	// on it.
 	if f.obs != nil && changed {
-		f.obs.Applied(last, wakes)
+		f.obs.Applied(last, ev)
 	}
 	return out
 }

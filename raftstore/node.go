@@ -217,7 +217,7 @@ func (n *Node) restoreNewerSnapshot(snaps raft.SnapshotStore) error {
 // configured Observer.
 type nodeObserver struct{ n *Node }
 
-func (o nodeObserver) Applied(t int64, w []lockstate.Wake) {
+func (o nodeObserver) Applied(t int64, ev lockstate.Events) {
 	// An entry of a term this node does not lead as the ready leader was
 	// stamped by another node: the clock must follow it (session.Clock),
 	// even if leadership was lost and regained between two polls of
@@ -225,25 +225,25 @@ func (o nodeObserver) Applied(t int64, w []lockstate.Wake) {
 	if o.n.fsm.lastTerm.Load() != o.n.readyTerm.Load() {
 		o.n.cfg.Clock.Follow()
 	}
-	o.n.applied(t, w)
+	o.n.applied(t, ev)
 }
 
 func (o nodeObserver) Restored(read func(fn func(*lockstate.State))) {
 	var t int64
 	read(func(st *lockstate.State) { t = st.Time() })
-	o.n.applied(t, nil)
+	o.n.applied(t, lockstate.Events{})
 	if o.n.cfg.Observer != nil {
 		o.n.cfg.Observer.Restored(read)
 	}
 }
 
-func (n *Node) applied(t int64, wakes []lockstate.Wake) {
+func (n *Node) applied(t int64, ev lockstate.Events) {
 	n.appliedMu.Lock()
 	close(n.appliedCh)
 	n.appliedCh = make(chan struct{})
 	n.appliedMu.Unlock()
 	if n.cfg.Observer != nil {
-		n.cfg.Observer.Applied(t, wakes)
+		n.cfg.Observer.Applied(t, ev)
 	}
 }
 
@@ -277,7 +277,7 @@ func (n *Node) watchLeadership() {
 		n.readyTerm.Store(term)
 		n.cfg.Logger.Info("leader ready", "term", term)
 		if n.cfg.Observer != nil {
-			n.cfg.Observer.Applied(n.LastTime(), nil) // let the ticker look at deadlines
+			n.cfg.Observer.Applied(n.LastTime(), lockstate.Events{}) // let the ticker look at deadlines
 		}
 	}
 }
@@ -416,6 +416,14 @@ func (n *Node) LastTime() (t int64) {
 // Local runs fn on this node's applied state without any leadership check:
 // for INFO and tests, never for answers that must be linearizable.
 func (n *Node) Local(fn func(st *lockstate.State)) { n.fsm.read(fn) }
+
+// StateHash returns the applied index and lockstate's Hash of the state at
+// that index, read together: replicas at the same index must agree.
+func (n *Node) StateHash() (applied uint64, hash [32]byte) {
+	n.fsm.mu.RLock()
+	defer n.fsm.mu.RUnlock()
+	return n.fsm.applied, n.fsm.state.Hash()
+}
 
 // Snapshot takes a snapshot now; raft then truncates the log, keeping
 // TrailingLogs entries.

@@ -26,6 +26,10 @@ const (
 	KindDouble                   // RESP3 ,1.5, RESP2 a bulk string
 	KindVerbatim                 // RESP3 =, RESP2 a bulk string
 	KindPush                     // RESP3 >, RESP2 an array
+	// KindPushed is a handler's whole reply already written with Conn.Push
+	// (SUBSCRIBE's confirmations, which must precede any message): nothing
+	// more is written. Valid only as the top-level Value.
+	KindPushed
 )
 
 func (k Kind) String() string {
@@ -58,6 +62,8 @@ func (k Kind) String() string {
 		return "verbatim"
 	case KindPush:
 		return "push"
+	case KindPushed:
+		return "pushed"
 	}
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -142,6 +148,9 @@ func Verbatim(format, text string) Value {
 // Push returns an out-of-band push frame (pub/sub messages); RESP2 clients
 // get an array. Send it with Conn.Push.
 func Push(vs ...Value) Value { return Value{kind: KindPush, elems: vs} }
+
+// Pushed is the reply of a handler that wrote its reply with Conn.Push.
+func Pushed() Value { return Value{kind: KindPushed} }
 
 // Kind returns the kind of v.
 func (v Value) Kind() Kind { return v.kind }

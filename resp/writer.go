@@ -40,6 +40,9 @@ func (w *Writer) WriteValue(v Value, proto int) error {
 	if w.err != nil {
 		return w.err
 	}
+	if v.kind == KindPushed {
+		return nil
+	}
 	zero := w.value(v, proto == 3)
 	if w.err != nil {
 		return w.err

@@ -10,7 +10,15 @@ import (
 
 // Connection commands: they touch the connection or this node only.
 
-func (s *Server) ping(_ *resp.Conn, args [][]byte) resp.Value {
+func (s *Server) ping(c *resp.Conn, args [][]byte) resp.Value {
+	if len(args) <= 2 && c.Proto() == 2 && s.pubsub.subscribed(c) > 0 {
+		// A RESP2 subscriber's replies are arrays, like its messages.
+		msg := []byte{}
+		if len(args) == 2 {
+			msg = args[1]
+		}
+		return resp.Array(resp.BulkString("pong"), resp.Bulk(msg))
+	}
 	switch len(args) {
 	case 1:
 		return resp.SimpleString("PONG")
@@ -28,6 +36,7 @@ func (s *Server) quit(c *resp.Conn, _ [][]byte) resp.Value {
 }
 
 func (s *Server) reset(c *resp.Conn, _ [][]byte) resp.Value {
+	s.pubsub.unsubscribeAll(c)
 	c.SetProto(2)
 	c.SetName("")
 	return resp.SimpleString("RESET")

@@ -42,7 +42,18 @@ func (e remoteError) Error() string { return string(e) }
 
 // connState is what the server keeps per client connection.
 type connState struct {
-	link string // the id of the node that forwards over this connection
+	link string      // the id of the node that forwards over this connection
+	sub  *subscriber // the connection's subscriptions (pubsub.go)
+}
+
+// stateOf returns c's state, creating it. Only c's executor calls it.
+func stateOf(c *resp.Conn) *connState {
+	st, _ := c.State().(*connState)
+	if st == nil {
+		st = &connState{}
+		c.SetState(st)
+	}
+	return st
 }
 
 func linkOf(c *resp.Conn) string {
@@ -234,6 +245,6 @@ func (s *Server) raftPropose(c *resp.Conn, args [][]byte) resp.Value {
 // node and are never forwarded again, so a stale view of the leader can't
 // make a loop.
 func (s *Server) raftLink(c *resp.Conn, args [][]byte) resp.Value {
-	c.SetState(&connState{link: string(args[1])})
+	stateOf(c).link = string(args[1])
 	return resp.SimpleString("OK")
 }

@@ -44,6 +44,7 @@ func (s *Server) nativeHandlers() map[string]handlerFunc {
 		"session.list":      s.sessionList,
 		"raft.snapshot":     s.raftSnapshot,
 		"raft.status":       s.raftStatus,
+		"raft.hash":         s.raftHash,
 		"raft.join":         s.raftJoin,
 		"raft.remove":       s.raftRemove,
 		"raft.transfer":     s.raftTransfer,
@@ -61,6 +62,10 @@ func (s *Server) nativeHandlers() map[string]handlerFunc {
 		"info":              s.info,
 		"time":              s.time,
 		"role":              s.role,
+		"blpop":             s.blpop,
+		"publish":           s.publish,
+		"subscribe":         s.subscribe,
+		"unsubscribe":       s.unsubscribe,
 	}
 }
 
@@ -76,6 +81,11 @@ func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 	switch {
 	case err != nil:
 		v = errorReply(err)
+	case s.pubsub.subscribed(c) > 0 && c.Proto() == 2:
+		v = s.inSubscribedMode(c, spec.Name)
+		if v.Kind() == resp.KindInvalid {
+			v = s.cmds[spec.Name](c, args)
+		}
 	case !s.settled.Load() && linkOf(c) == "" && (spec.Has(commands.Write) || spec.Has(commands.Read)) && !strings.HasPrefix(spec.Name, "raft."):
 		v = errorReply(ErrStarting)
 	case s.cfg.Redirect && linkOf(c) == "" && (spec.Has(commands.Write) || spec.Has(commands.Read)) && !s.node.IsLeader():

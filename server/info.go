@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
@@ -180,6 +181,13 @@ func (s *Server) raftStatus(_ *resp.Conn, _ [][]byte) resp.Value {
 	}
 	kvs = append(kvs, resp.BulkString("nodes"), resp.Array(nodes...))
 	return resp.Map(kvs...)
+}
+
+// raftHash is RAFT.HASH: [applied index, hex SHA-256 of the state], for
+// tests that check that the replicas agree.
+func (s *Server) raftHash(_ *resp.Conn, _ [][]byte) resp.Value {
+	idx, h := s.node.StateHash()
+	return resp.Array(resp.Int(int64(idx)), resp.BulkString(hex.EncodeToString(h[:])))
 }
 
 // command implements COMMAND, COMMAND COUNT, COMMAND DOCS and COMMAND INFO

@@ -26,6 +26,8 @@ type Server struct {
 	clock  *session.Clock
 	ticker *session.Ticker
 	waits  *waits
+	lists  *listWaits // BLPOPs waiting on this node
+	pubsub *pubsub    // this node's subscribers
 	fwd    *forwarder
 	// settled is set once this node has recorded its address and cancelled
 	// the waits of its earlier process; until then its clients get
@@ -52,7 +54,7 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, waits: w, fwd: newForwarder(cfg.ID), table: commands.New(), started: time.Now()}
+	s := &Server{cfg: cfg, log: cfg.Logger, waits: w, lists: newListWaits(), pubsub: newPubsub(), fwd: newForwarder(cfg.ID), table: commands.New(), started: time.Now()}
 	s.clock = session.NewClock(0)
 	// The ticker exists before the node: the node reports applied entries
 	// (Applied kicks the ticker) from the moment it opens.
@@ -96,18 +98,22 @@ func (n tickerNode) Tick(ctx context.Context) error { return n.s.node.Tick(ctx) 
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // Applied is the raftstore.Observer: it advances the clock, answers waiting
-// FLOCKs and wakes the ticker.
-func (s *Server) Applied(t int64, wakes []lockstate.Wake) {
+// FLOCKs, wakes BLPOPs, delivers messages and wakes the ticker.
+func (s *Server) Applied(t int64, ev lockstate.Events) {
 	s.clock.Observe(t)
-	s.waits.deliver(wakes)
+	s.waits.deliver(ev.Wakes)
+	s.lists.notify(ev.Pushed, false)
+	s.pubsub.deliver(ev.Messages)
 	s.ticker.Kick()
 }
 
 // Restored is the raftstore.Observer's report of a snapshot install: FLOCKs
 // waiting here whose answer was decided inside the snapshot never got a
-// wake, so they are answered from the restored state.
+// wake, so they are answered from the restored state, and every BLPOP tries
+// again.
 func (s *Server) Restored(read func(fn func(*lockstate.State))) {
 	read(func(st *lockstate.State) { s.waits.resolveMissing(st) })
+	s.lists.notify(nil, true)
 }
 
 // Serve runs until ctx is cancelled, then shuts down gracefully: stop

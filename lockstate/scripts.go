@@ -1,0 +1,244 @@
+package lockstate
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/reply"
+	"github.com/fenced/fenced/script"
+)
+
+// Lua scripts (EVAL, EVALSHA, SCRIPT) run inside Apply, through the script
+// package, against this State: every replica runs the same script at the
+// same entry, with math.random seeded by the entry's index and time frozen
+// at the entry's time, so every replica gets the same reply and makes the
+// same changes. The script cache is replicated state too: a script loaded
+// through one node is known to all, and survives restarts and snapshots.
+//
+// As in Redis 7.4, SCRIPT LOAD keeps a script until SCRIPT FLUSH, while a
+// script first seen by EVAL is one of at most maxEvalScripts, the oldest
+// evicted first.
+
+// maxEvalScripts bounds the scripts cached by EVAL (Redis 7.4's 500).
+const maxEvalScripts = 500
+
+// storedScript is a cached script.
+type storedScript struct {
+	src    string
+	byEval bool   // cached by EVAL, not SCRIPT LOAD: may be evicted
+	seq    uint64 // log index of the entry that cached it (eviction order)
+}
+
+// errNoScript is Redis's exact reply to EVALSHA of an unknown script.
+var errNoScript = reply.Err("NOSCRIPT No matching script. Please use EVAL.")
+
+func cmdEval(s *State, a [][]byte, now int64) reply.Value {
+	ev, err := commands.ParseEval(a)
+	if err != nil {
+		return parseErr(err)
+	}
+	if cerr := s.engine.Compile(ev.Body); cerr != nil {
+		return reply.Err(cerr.Error())
+	}
+	s.cacheScript(ev.Body, true)
+	return s.runScript(ev, now)
+}
+
+func cmdEvalSHA(s *State, a [][]byte, now int64) reply.Value {
+	ev, err := commands.ParseEval(a)
+	if err != nil {
+		return parseErr(err)
+	}
+	sc := s.scripts[strings.ToLower(ev.Body)]
+	if sc == nil {
+		return errNoScript
+	}
+	ev.Body = sc.src
+	return s.runScript(ev, now)
+}
+
+func cmdScript(s *State, a [][]byte, now int64) reply.Value {
+	sub := strings.ToUpper(string(a[1]))
+	switch {
+	case sub == "LOAD" && len(a) == 3:
+		src := string(a[2])
+		if err := s.engine.Compile(src); err != nil {
+			return reply.Err(err.Error())
+		}
+		s.cacheScript(src, false)
+		return reply.BulkOf(script.SHA1(src))
+	case sub == "EXISTS" && len(a) >= 3:
+		out := make([]reply.Value, len(a)-2)
+		for i, sha := range a[2:] {
+			out[i] = reply.IntOf(0)
+			if s.scripts[strings.ToLower(string(sha))] != nil {
+				out[i] = reply.IntOf(1)
+			}
+		}
+		return reply.ArrayOf(out...)
+	case sub == "FLUSH" && len(a) <= 3:
+		if len(a) == 3 {
+			if m := strings.ToUpper(string(a[2])); m != "ASYNC" && m != "SYNC" {
+				return reply.Err("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+			}
+		}
+		for _, sha := range sortedKeys(s.scripts) {
+			s.dropScript(sha)
+		}
+		return reply.OK()
+	case sub == "KILL" && len(a) == 2:
+		// Scripts run to completion inside an entry: none is ever running
+		// between commands.
+		return reply.Err("NOTBUSY No scripts in execution right now.")
+	case sub == "LOAD" || sub == "EXISTS" || sub == "FLUSH" || sub == "KILL":
+		return reply.Err("ERR wrong number of arguments for 'script|" + strings.ToLower(sub) + "' command")
+	}
+	return reply.Err("ERR unknown subcommand '" + commands.Clip(a[1]) + "'. Try SCRIPT HELP.")
+}
+
+// cacheScript records src. A script LOADed is kept from then on even if
+// EVAL cached it first; one cached again by EVAL keeps its place.
+func (s *State) cacheScript(src string, byEval bool) {
+	sha := script.SHA1(src)
+	sc := s.scripts[sha]
+	switch {
+	case sc == nil:
+		s.scripts[sha] = &storedScript{src: src, byEval: byEval, seq: s.index}
+		if byEval {
+			s.evalOrder = append(s.evalOrder, sha)
+		}
+	case sc.byEval && !byEval:
+		sc.byEval = false
+		s.evalOrder = slices.DeleteFunc(s.evalOrder, func(x string) bool { return x == sha })
+	default:
+		return
+	}
+	s.markDirty(scriptKey(sha))
+	for len(s.evalOrder) > maxEvalScripts {
+		s.dropScript(s.evalOrder[0])
+	}
+}
+
+func (s *State) dropScript(sha string) {
+	if sc := s.scripts[sha]; sc != nil && sc.byEval {
+		s.evalOrder = slices.DeleteFunc(s.evalOrder, func(x string) bool { return x == sha })
+	}
+	delete(s.scripts, sha)
+	s.markDirty(scriptKey(sha))
+}
+
+// runScript runs a compiled script at the entry being applied.
+func (s *State) runScript(ev commands.Eval, now int64) reply.Value {
+	v := s.engine.Run(ev.Body, ev.Keys, ev.Argv, scriptEnv{s: s, now: now}, int64(s.index))
+	return capDepth(v, 0)
+}
+
+// capDepth keeps a script's reply within MaxReplyDepth, so that it can be
+// encoded for a forwarding node: a deeper aggregate becomes the error
+// element Redis gives when its Lua stack runs out.
+func capDepth(v reply.Value, depth int) reply.Value {
+	if v.Kind != reply.Array && v.Kind != reply.Map {
+		return v
+	}
+	if depth >= MaxReplyDepth {
+		return reply.Err("ERR reached lua stack limit")
+	}
+	for i := range v.Elems {
+		v.Elems[i] = capDepth(v.Elems[i], depth+1)
+	}
+	return v
+}
+
+// scriptEnv is what a running script reaches: the keyspace commands, at the
+// entry's frozen time. Commands that wait, run scripts or touch a
+// connection or the native locks are refused, as Redis refuses its
+// noscript commands.
+type scriptEnv struct {
+	s   *State
+	now int64
+}
+
+func (e scriptEnv) Call(args []string) reply.Value {
+	a := make([][]byte, len(args))
+	for i, x := range args {
+		a[i] = []byte(x)
+	}
+	spec, err := e.s.table.Check(a)
+	switch {
+	case errors.Is(err, commands.ErrArity):
+		return reply.Err(script.ErrWrongArity)
+	case err != nil:
+		return reply.Err(script.ErrUnknownCommand)
+	}
+	switch spec.Name {
+	case "time":
+		// The entry's time: one frozen instant for the whole script.
+		return reply.ArrayOf(reply.BulkOf(strconv.FormatInt(e.now/1000, 10)),
+			reply.BulkOf(strconv.FormatInt(e.now%1000*1000, 10)))
+	case "eval", "evalsha", "script":
+		return reply.Err(script.ErrNotAllowed)
+	}
+	if h := readHandler(spec.Name); h != nil {
+		return h(e.s, a, e.now)
+	}
+	if h := writeHandler(spec.Name); h != nil {
+		return h(e.s, a, e.now)
+	}
+	return reply.Err(script.ErrNotAllowed)
+}
+
+// Record of a cached script, x/<sha1>: version, 1 if cached by EVAL (else
+// 0), the index that cached it, the source.
+const prefixScript = "x/"
+
+func scriptKey(sha string) string { return prefixScript + sha }
+
+func appendScript(b []byte, sc *storedScript) []byte {
+	b = append(b, recordVersion)
+	if sc.byEval {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	b = appendUvarint(b, sc.seq)
+	return appendString(b, sc.src)
+}
+
+func (s *State) loadScript(sha string, r *reader) error {
+	sc := &storedScript{}
+	switch r.byte() {
+	case 0:
+	case 1:
+		sc.byEval = true
+	default:
+		r.fail(errors.New("bad script flag"))
+	}
+	sc.seq = r.uvarint()
+	sc.src = r.str()
+	if err := r.done(); err != nil {
+		return err
+	}
+	if script.SHA1(sc.src) != sha {
+		return errors.New("script does not match its SHA-1")
+	}
+	if s.scripts[sha] != nil {
+		return errLoadOrder
+	}
+	s.scripts[sha] = sc
+	if sc.byEval {
+		// Keep evalOrder in eviction order: by seq, then SHA-1 (scripts
+		// cached by one entry share its seq).
+		i, _ := slices.BinarySearchFunc(s.evalOrder, sc, func(x string, t *storedScript) int {
+			if c := cmp.Compare(s.scripts[x].seq, t.seq); c != 0 {
+				return c
+			}
+			return strings.Compare(x, sha)
+		})
+		s.evalOrder = slices.Insert(s.evalOrder, i, sha)
+	}
+	return nil
+}
