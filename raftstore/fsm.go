@@ -36,6 +36,10 @@ type fsm struct {
 	obs Observer
 
 	lastTerm atomic.Uint64 // Raft term of the last entry applied
+	// replayUntil is the last log index when the process started: entries up
+	// to it were proposed before, so their PUBLISHes are not delivered again
+	// (SPEC section 4: never while replaying the log at start-up).
+	replayUntil uint64
 
 	mu      sync.RWMutex // guards state and applied
 	state   *lockstate.State
@@ -135,6 +139,9 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 		res, err := f.state.Apply(l.Index, e, w)
 		if err != nil {
 			panic(fmt.Sprintf("raftstore: apply entry %d: %v", l.Index, err))
+		}
+		if l.Index <= f.replayUntil {
+			res.Messages = nil
 		}
 		ev.Add(&res)
 		out[i] = &res

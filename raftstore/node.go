@@ -133,6 +133,12 @@ func (n *Node) open() error {
 	if n.fsm, err = newFSM(n.db, cfg.State, nodeObserver{n}); err != nil {
 		return err
 	}
+	// Entries already in the log were proposed before this process began:
+	// applying them replays the past, whose messages no subscriber of this
+	// process may hear.
+	if n.fsm.replayUntil, err = n.logs.LastIndex(); err != nil {
+		return err
+	}
 	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, hlog)
 	if err != nil {
