@@ -143,6 +143,7 @@ func New() *Table {
 		// Connection (SPEC section 4).
 		{"ping", -1, Conn | NoAuth, "Reply PONG or the message", "[message]"},
 		{"echo", 2, Conn, "Reply the message", "message"},
+		{"auth", -2, Conn | NoAuth, "Authenticate the connection (no password is configured in this version)", "[username] password"},
 		{"hello", -1, Conn | NoAuth, "Switch protocol; reply server information", "[protover [SETNAME name]]"},
 		{"select", 2, Conn, "Select database 0", "index"},
 		{"quit", -1, Conn | NoAuth, "Close the connection", ""},

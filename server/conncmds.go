@@ -53,9 +53,31 @@ func (s *Server) selectCmd(_ *resp.Conn, args [][]byte) resp.Value {
 	return resp.SimpleString("OK")
 }
 
+// auth implements AUTH as Redis answers it when the default user has no
+// password (this version configures none): any password of "default" is
+// accepted, a bare password is a configuration mistake, other users do
+// not exist.
+func (s *Server) auth(_ *resp.Conn, args [][]byte) resp.Value {
+	switch len(args) {
+	case 2:
+		return resp.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+	case 3:
+		return checkUser(args[1])
+	}
+	return syntaxError("syntax error")
+}
+
+// checkUser accepts the default user, which has no password.
+func checkUser(user []byte) resp.Value {
+	if string(user) != "default" {
+		return resp.Error("WRONGPASS invalid username-password pair or user is disabled.")
+	}
+	return resp.SimpleString("OK")
+}
+
 // hello implements HELLO [protover [AUTH user pass] [SETNAME name]].
 // Authentication is not configured in this version, so AUTH is accepted
-// like Redis's default user without a password.
+// for Redis's default user without a password (see auth).
 func (s *Server) hello(c *resp.Conn, args [][]byte) resp.Value {
 	proto := c.Proto()
 	if len(args) > 1 {
@@ -72,6 +94,9 @@ func (s *Server) hello(c *resp.Conn, args [][]byte) resp.Value {
 	for i := 2; i < len(args); i++ {
 		switch opt := strings.ToUpper(string(args[i])); {
 		case opt == "AUTH" && i+2 < len(args):
+			if v := checkUser(args[i+1]); v.IsError() {
+				return v
+			}
 			i += 2
 		case opt == "SETNAME" && i+1 < len(args):
 			n := string(args[i+1])

@@ -54,6 +54,7 @@ func (s *Server) nativeHandlers() map[string]handlerFunc {
 		"ping":              s.ping,
 		"echo":              s.echo,
 		"hello":             s.hello,
+		"auth":              s.auth,
 		"select":            s.selectCmd,
 		"quit":              s.quit,
 		"reset":             s.reset,

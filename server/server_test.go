@@ -342,6 +342,21 @@ func TestServerInProcess(t *testing.T) {
 	}
 	doErr("NOPROTO unsupported protocol version", "HELLO", "4")
 	doErr("ERR Protocol version is not an integer or out of range", "HELLO", "x")
+	// AUTH as Redis answers it without a configured password.
+	if _, ok := do("HELLO", "3", "AUTH", "default", "any", "SETNAME", "me").(map[any]any); !ok {
+		t.Errorf("HELLO 3 AUTH default any SETNAME me failed")
+	}
+	if v := do("CLIENT", "GETNAME"); v != "me" {
+		t.Errorf("CLIENT GETNAME after HELLO SETNAME = %#v", v)
+	}
+	doErr("WRONGPASS invalid username-password pair or user is disabled.", "HELLO", "3", "AUTH", "bob", "x")
+	doErr("WRONGPASS invalid username-password pair or user is disabled.", "AUTH", "bob", "x")
+	doErr("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?", "AUTH", "x")
+	if v := do("AUTH", "default", "x"); v != "OK" {
+		t.Errorf("AUTH default x = %#v", v)
+	}
+	do("RESET")
+	do("HELLO", "3")
 
 	if v := do("PING"); v != "PONG" {
 		t.Errorf("PING = %#v", v)
