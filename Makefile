@@ -25,7 +25,7 @@ test: ## vet, then every unit, integration and fuzz-seed test with -race
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 	@set -e; for t in \
 	  ./resp:FuzzReadCommand ./resp:FuzzReadCommandChunked ./resp:FuzzRoundTrip ./resp:FuzzReadReply \
-	  ./commands:FuzzParse \
+	  ./commands:FuzzParse ./script:FuzzRun \
 	  ./lockstate:FuzzDecodeEntry ./lockstate:FuzzApply ./lockstate:FuzzLoad ./lockstate:FuzzDecodeResult ./lockstate:FuzzExec \
 	  ./raftstore:FuzzLogStoreDecode ./raftstore:FuzzSnapshotRestore; do \
 	  pkg=$${t%%:*}; name=$${t##*:}; echo "== $$pkg $$name"; \

@@ -136,6 +136,20 @@ func FuzzParse(f *testing.F) {
 			_, err := ParseCount(a)
 			checkParseErr(t, err)
 		}
+		if fits("eval") {
+			r, err := ParseEval(a)
+			checkParseErr(t, err)
+			if err == nil && len(r.Keys)+len(r.Argv) != len(a)-3 {
+				t.Fatalf("EVAL with %d args parsed to %d keys and %d args", len(a), len(r.Keys), len(r.Argv))
+			}
+		}
+		if fits("blpop") {
+			ms, err := ParseBlockTimeout(a[len(a)-1])
+			checkParseErr(t, err)
+			if err == nil && ms < 0 {
+				t.Fatalf("BLPOP timeout %q parsed to %d ms", a[len(a)-1], ms)
+			}
+		}
 		if fits("hset") {
 			_, err := ParsePairs(a, 2)
 			if err != nil && !errors.Is(err, ErrArity) {
@@ -163,7 +177,8 @@ func checkParseErr(t *testing.T, err error) {
 		return
 	}
 	known := false
-	for _, e := range []error{ErrSyntax, ErrNotInteger, ErrInvalidExpire, ErrExpireNX, ErrExpireGTLT, ErrUnsupportedOption, ErrOutOfRange} {
+	for _, e := range []error{ErrSyntax, ErrNotInteger, ErrInvalidExpire, ErrExpireNX, ErrExpireGTLT, ErrUnsupportedOption, ErrOutOfRange,
+		ErrNumKeysTooLarge, ErrNumKeysNegative, ErrTimeoutNotFloat, ErrTimeoutNegative} {
 		known = known || errors.Is(err, e)
 	}
 	if !known {
