@@ -1,10 +1,12 @@
 package resp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -264,4 +266,16 @@ func (s *Server) closeIdleConns() {
 	for c := range s.conns {
 		c.closeIfIdle()
 	}
+}
+
+// Conns returns the open connections, by id (CLIENT LIST).
+func (s *Server) Conns() []*Conn {
+	s.mu.Lock()
+	out := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		out = append(out, c)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b *Conn) int { return cmp.Compare(a.id, b.id) })
+	return out
 }

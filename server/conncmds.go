@@ -161,7 +161,14 @@ func (s *Server) client(c *resp.Conn, args [][]byte) resp.Value {
 		return resp.SimpleString("OK")
 	case sub == "INFO" && len(args) == 2:
 		return resp.BulkString(s.clientLine(c) + "\n")
-	case sub == "SETNAME" || sub == "GETNAME" || sub == "ID" || sub == "SETINFO" || sub == "INFO":
+	case sub == "LIST" && len(args) == 2:
+		var b strings.Builder
+		for _, o := range s.rs.Conns() {
+			b.WriteString(s.clientLine(o))
+			b.WriteByte('\n')
+		}
+		return resp.BulkString(b.String())
+	case sub == "SETNAME" || sub == "GETNAME" || sub == "ID" || sub == "SETINFO" || sub == "INFO" || sub == "LIST":
 		return errorReply(wrapArity("client|" + strings.ToLower(sub)))
 	}
 	return syntaxError("unknown subcommand '%s'. Try CLIENT HELP.", commands.Clip(args[1]))

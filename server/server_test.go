@@ -398,6 +398,9 @@ func TestServerInProcess(t *testing.T) {
 	if v, _ := do("CLIENT", "INFO").(string); !strings.Contains(v, "name=worker-1") || !strings.Contains(v, fmt.Sprintf("id=%d ", id)) {
 		t.Errorf("CLIENT INFO = %q", v)
 	}
+	if v, _ := do("CLIENT", "LIST").(string); !strings.Contains(v, fmt.Sprintf("id=%d addr=", id)) || !strings.HasSuffix(v, "resp=3\n") {
+		t.Errorf("CLIENT LIST = %q", v)
+	}
 
 	// COMMAND.
 	if v := do("COMMAND", "COUNT"); v != int64(len(commands.New().All())) {
