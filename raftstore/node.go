@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -46,14 +45,17 @@ type Clock interface {
 
 // Config configures a Node.
 type Config struct {
-	ID        string
-	RaftAddr  string // listen and advertise address of the Raft transport
-	Dir       string // data directory
-	Bootstrap bool   // start a new single-voter cluster if there is no state
-	State     lockstate.Config
-	Clock     Clock
-	Observer  Observer
-	Logger    *slog.Logger
+	ID       string
+	RaftAddr string // listen address of the Raft transport
+	// RaftAdvertise is the Raft address the other nodes dial, if not
+	// RaftAddr (a NAT, or the fault tests' proxy).
+	RaftAdvertise string
+	Dir           string // data directory
+	Bootstrap     bool   // start a new single-voter cluster if there is no state
+	State         lockstate.Config
+	Clock         Clock
+	Observer      Observer
+	Logger        *slog.Logger
 
 	// Raft timing; zero values take the defaults below.
 	HeartbeatTimeout  time.Duration
@@ -147,17 +149,13 @@ func (n *Node) open() error {
 	if err := n.restoreNewerSnapshot(snaps); err != nil {
 		return err
 	}
-	addr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+	stream, err := newStreamLayer(cfg.RaftAddr, cfg.RaftAdvertise)
 	if err != nil {
-		return fmt.Errorf("raftstore: raft address %q: %w", cfg.RaftAddr, err)
+		return err
 	}
-	var advertise net.Addr = addr
-	if addr.Port == 0 {
-		advertise = nil // advertise the port the listener gets (tests use port 0)
-	}
-	if n.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, 4, 10*time.Second, hlog); err != nil {
-		return fmt.Errorf("raftstore: raft transport: %w", err)
-	}
+	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: stream, MaxPool: 4, Timeout: 10 * time.Second, Logger: hlog,
+	})
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.Logger = hlog
@@ -440,7 +438,7 @@ func (n *Node) Snapshot() error {
 	return nil
 }
 
-// RaftAddr is the address the Raft transport listens on.
+// RaftAddr is the Raft address the other nodes dial (the advertised one).
 func (n *Node) RaftAddr() string { return string(n.trans.LocalAddr()) }
 
 // Status describes the node for INFO and ROLE.

@@ -53,7 +53,12 @@ type Client struct {
 // most timeout (if positive) and before ctx ends. Replies are read within
 // DefaultReplyLimits.
 func Dial(ctx context.Context, addr string, timeout time.Duration) (*Client, error) {
-	d := net.Dialer{Timeout: timeout}
+	return DialWith(ctx, &net.Dialer{Timeout: timeout}, addr)
+}
+
+// DialWith is Dial with the caller's dialer (its timeout, its source
+// address).
+func DialWith(ctx context.Context, d *net.Dialer, addr string) (*Client, error) {
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err

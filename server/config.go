@@ -26,15 +26,21 @@ var ErrConfig = errors.New("server: invalid configuration")
 // Config is a node's configuration. The zero value is not valid; start from
 // DefaultConfig.
 type Config struct {
-	ID          string        // node id, never reused
-	Listen      string        // client (RESP) address
-	RaftAddr    string        // Raft address
-	Data        string        // data directory
-	Bootstrap   bool          // start a new cluster if the data directory is empty
-	Join        string        // client address of a member to join
-	Metrics     string        // HTTP address for /metrics, /healthz, /readyz; "" = off
-	ClockOffset time.Duration // shifts this node's wall clock (tests only)
-	Redirect    bool          // a follower answers -MOVED instead of forwarding
+	ID     string // node id, never reused
+	Listen string // client (RESP) address
+	// Advertise is the client address the other nodes and redirected
+	// clients use, if not Listen's (a NAT, or the fault tests' proxy).
+	Advertise string
+	RaftAddr  string // Raft address
+	// RaftAdvertise is the Raft address other nodes dial, if not RaftAddr
+	// (the fault tests put a proxy there).
+	RaftAdvertise string
+	Data          string        // data directory
+	Bootstrap     bool          // start a new cluster if the data directory is empty
+	Join          string        // client address of a member to join
+	Metrics       string        // HTTP address for /metrics, /healthz, /readyz; "" = off
+	ClockOffset   time.Duration // shifts this node's wall clock (tests only)
+	Redirect      bool          // a follower answers -MOVED instead of forwarding
 
 	// Log compaction: snapshot after this many new entries, keeping this
 	// many behind the snapshot for followers that lag a little. Zero means
@@ -86,7 +92,10 @@ func (c Config) Validate() error {
 	case c.MaxConns <= 0:
 		return bad("max connections must be positive")
 	}
-	for _, a := range []struct{ flag, addr string }{{"--listen", c.Listen}, {"--raft-addr", c.RaftAddr}} {
+	for _, a := range []struct{ flag, addr string }{{"--listen", c.Listen}, {"--raft-addr", c.RaftAddr}, {"--raft-advertise", c.RaftAdvertise}, {"--advertise", c.Advertise}} {
+		if a.addr == "" && (a.flag == "--raft-advertise" || a.flag == "--advertise") {
+			continue
+		}
 		host, _, err := net.SplitHostPort(a.addr)
 		if err != nil {
 			return bad("%s %q: %v", a.flag, a.addr, err)
@@ -121,6 +130,8 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.ID, "id", cfg.ID, "node id, never reused")
 	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "client (RESP) `address`")
 	fs.StringVar(&cfg.RaftAddr, "raft-addr", cfg.RaftAddr, "Raft `address`")
+	fs.StringVar(&cfg.Advertise, "advertise", "", "client `address` the other nodes and redirected clients use, if not --listen")
+	fs.StringVar(&cfg.RaftAdvertise, "raft-advertise", "", "Raft `address` the other nodes dial, if not --raft-addr")
 	fs.StringVar(&cfg.Data, "data", cfg.Data, "data `directory`")
 	fs.BoolVar(&cfg.Bootstrap, "bootstrap", cfg.Bootstrap, "start a new cluster with this node as its only voter (default when --data is empty and no --join)")
 	fs.StringVar(&cfg.Join, "join", "", "join the cluster of the member at this client `address`")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -73,6 +74,10 @@ func linkOf(c *resp.Conn) string {
 // own link.
 type forwarder struct {
 	self string // this node's id, sent in RAFT.LINK
+	// local is the source address of links: this node's listen IP, so
+	// that the receiving node (or a proxy in front of it) can tell where a
+	// link comes from. Set before the first link is made.
+	local *net.TCPAddr
 
 	mu   sync.Mutex
 	idle map[string][]*resp.Client
@@ -120,7 +125,11 @@ func (f *forwarder) get(ctx context.Context, addr string, fresh bool) (c *resp.C
 		return c, true, nil
 	}
 	f.mu.Unlock()
-	c, err = resp.Dial(ctx, addr, dialTimeout)
+	d := &net.Dialer{Timeout: dialTimeout}
+	if f.local != nil {
+		d.LocalAddr = f.local
+	}
+	c, err = resp.DialWith(ctx, d, addr)
 	if err != nil {
 		return nil, false, err
 	}

@@ -118,7 +118,7 @@ func (s *Server) moved() resp.Value {
 		return errorReply(err)
 	}
 	if addr == "" { // became leader meanwhile
-		addr = s.ln.Addr().String()
+		addr = s.clientAddr()
 	}
 	return resp.Error("MOVED 0 " + addr)
 }

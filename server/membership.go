@@ -209,7 +209,7 @@ func (s *Server) announceSelf(ctx context.Context) error {
 	if raftAddr == "" {
 		return fmt.Errorf("%w: not a member yet", raftstore.ErrNotReady)
 	}
-	addr := s.ln.Addr().String()
+	addr := s.clientAddr()
 	var m lockstate.Member
 	var ok bool
 	s.node.Local(func(st *lockstate.State) { m, ok = st.Member(s.cfg.ID) })
@@ -229,7 +229,7 @@ func (s *Server) announceSelf(ctx context.Context) error {
 // join asks the member at s.cfg.Join to add this node, retrying while the
 // answer is retryable. A decided refusal is returned: the node can't serve.
 func (s *Server) join(ctx context.Context) error {
-	args := [][]byte{[]byte("RAFT.JOIN"), []byte(s.cfg.ID), []byte(s.node.RaftAddr()), []byte(s.ln.Addr().String())}
+	args := [][]byte{[]byte("RAFT.JOIN"), []byte(s.cfg.ID), []byte(s.node.RaftAddr()), []byte(s.clientAddr())}
 	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
 		v, err := callOnce(ctx, s.cfg.Join, args...)
 		switch {

@@ -64,8 +64,11 @@ func Start(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: listen: %w", err)
 	}
 	s.ln = ln
+	if ip := ln.Addr().(*net.TCPAddr).IP; !ip.IsUnspecified() {
+		s.fwd.local = &net.TCPAddr{IP: ip}
+	}
 	node, err := raftstore.Open(raftstore.Config{
-		ID: cfg.ID, RaftAddr: cfg.RaftAddr, Dir: cfg.Data, Bootstrap: cfg.Bootstrap && cfg.Join == "",
+		ID: cfg.ID, RaftAddr: cfg.RaftAddr, RaftAdvertise: cfg.RaftAdvertise, Dir: cfg.Data, Bootstrap: cfg.Bootstrap && cfg.Join == "",
 		State: cfg.State, Clock: s.clock, Observer: s, Logger: cfg.Logger,
 		SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs,
 	})
@@ -93,6 +96,15 @@ type tickerNode struct{ s *Server }
 func (n tickerNode) NextDeadline() (int64, bool)    { return n.s.node.NextDeadline() }
 func (n tickerNode) CanPropose() bool               { return n.s.node.CanPropose() }
 func (n tickerNode) Tick(ctx context.Context) error { return n.s.node.Tick(ctx) }
+
+// clientAddr is the client address this node gives other nodes and
+// redirected clients.
+func (s *Server) clientAddr() string {
+	if s.cfg.Advertise != "" {
+		return s.cfg.Advertise
+	}
+	return s.ln.Addr().String()
+}
 
 // Addr is the address clients connect to.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
