@@ -1,5 +1,7 @@
 package lockstate
 
+import "github.com/fenced/fenced/internal/plant"
+
 // flock is FLOCK. Any use by a live session renews it, whatever the answer.
 func (s *State) flock(e Entry, now int64) Result {
 	ss := s.sessions[e.Session]
@@ -7,7 +9,7 @@ func (s *State) flock(e Entry, now int64) Result {
 		return Result{Err: ErrNoSession}
 	}
 	s.renew(ss, now)
-	if e.Req != "" {
+	if e.Req != "" && !plant.On(plant.NoDedup) {
 		k := sessReq{e.Session, e.Req}
 		// A retry of a FLOCK that is still queued keeps its place: it is
 		// answered together with the original.
@@ -70,7 +72,7 @@ func (s *State) funlock(e Entry, now int64) Result {
 		return Result{Err: ErrNoSession}
 	}
 	s.renew(ss, now)
-	if e.Req != "" {
+	if e.Req != "" && !plant.On(plant.NoDedup) {
 		if m := s.memos[sessReq{e.Session, e.Req}]; m != nil {
 			return m.result()
 		}
@@ -113,6 +115,10 @@ func (s *State) forceUnlock(e Entry) Result {
 func (s *State) grant(l *lock, session, owner string, limit int64) {
 	l.session, l.owner = session, owner
 	l.count, l.limit, l.token = 1, limit, int64(s.index)
+	if plant.On(plant.MemoryTokens) {
+		s.plantTokens++
+		l.token = s.plantTokens
+	}
 	s.refsOf(session).held[l.name] = struct{}{}
 	s.markDirty(lockKey(l.name))
 }
@@ -133,7 +139,7 @@ func (s *State) release(l *lock) {
 		// later in their order, is over already: it does not get the lock.
 		ss := s.sessions[w.session]
 		switch {
-		case ss == nil || ss.timer.deadline < s.now:
+		case (ss == nil || ss.timer.deadline < s.now) && !plant.On(plant.WaiterSession):
 			s.wake(w, Result{Err: ErrNoSession})
 		case w.timed && w.timer.deadline < s.now:
 			s.answer(w, Result{Null: true})

@@ -38,6 +38,8 @@ type State struct {
 	pushed   []string
 	messages []Message
 	buf      []byte
+
+	plantTokens int64 // the planted MemoryTokens bug's counter, never stored
 }
 
 // session is the record of an open session.

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/fenced/fenced/internal/plant"
 	"github.com/fenced/fenced/lockstate"
 )
 
@@ -318,6 +319,8 @@ func (n *Node) Propose(ctx context.Context, e lockstate.Entry) (lockstate.Result
 		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
 			return lockstate.Result{}, n.notReady()
 		case errors.Is(err, raft.ErrEnqueueTimeout):
+			return lockstate.Result{}, fmt.Errorf("%w: %v", ErrNotReady, err)
+		case plant.On(plant.LostIsFailure):
 			return lockstate.Result{}, fmt.Errorf("%w: %v", ErrNotReady, err)
 		default: // ErrLeadershipLost, ErrRaftShutdown after enqueue
 			return lockstate.Result{}, fmt.Errorf("%w: %v", ErrUncertain, err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/internal/plant"
 	"github.com/fenced/fenced/lockstate"
 	"github.com/fenced/fenced/raftstore"
 	"github.com/fenced/fenced/resp"
@@ -65,6 +66,9 @@ func errorReply(err error) resp.Value {
 			code = ec.code
 			break
 		}
+	}
+	if code == "UNCERTAIN" && plant.On(plant.LostIsFailure) {
+		code = "TRYAGAIN" // the planted bug: an unknown outcome reported as a failure
 	}
 	msg := err.Error()
 	// Strip prefixes at the start of each wrapped part only, so user text

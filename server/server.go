@@ -56,6 +56,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, waits: w, lists: newListWaits(), pubsub: newPubsub(), fwd: newForwarder(cfg.ID), table: commands.New(), started: time.Now()}
 	s.clock = session.NewClock(0)
+	s.clock.SetWallOffset(cfg.ClockOffset)
 	// The ticker exists before the node: the node reports applied entries
 	// (Applied kicks the ticker) from the moment it opens.
 	s.ticker = session.NewTicker(tickerNode{s}, s.clock, cfg.Logger)

@@ -10,6 +10,8 @@ package session
 import (
 	"sync"
 	"time"
+
+	"github.com/fenced/fenced/internal/plant"
 )
 
 // Clock is the cluster clock as seen by one node (SPEC section 2).
@@ -31,6 +33,9 @@ type Clock struct {
 	mono    time.Time // monotonic reading taken when base was set
 	leading bool
 	now     func() time.Time
+	// wallOffset is this node's --clock-offset, read only by the planted
+	// WallClockExpiry bug.
+	wallOffset time.Duration
 }
 
 // NewClock starts the clock at cluster time start (the last applied entry's
@@ -43,11 +48,26 @@ func newClock(start int64, now func() time.Time) *Clock {
 	return &Clock{base: start, mono: now(), now: now}
 }
 
+// plantEpoch is where the planted wall clock starts counting (2023-11-14).
+const plantEpoch = 1_700_000_000_000
+
 // Now returns the current cluster time in ms.
 func (c *Clock) Now() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if plant.On(plant.WallClockExpiry) {
+		// The planted bug: this node's wall clock stamps the entries.
+		return c.now().Add(c.wallOffset).UnixMilli() - plantEpoch
+	}
 	return c.base + c.now().Sub(c.mono).Milliseconds()
+}
+
+// SetWallOffset records this node's wall-clock offset (--clock-offset). The
+// cluster clock never reads the wall clock; only a planted bug does.
+func (c *Clock) SetWallOffset(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.wallOffset = d
 }
 
 // Observe is called with the time of every applied entry. While following,

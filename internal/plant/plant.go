@@ -1,0 +1,39 @@
+// Package plant switches on, one at a time, real-world bugs that the fault
+// tests (test/chaos_*) must detect: their checkers are only evidence if
+// they catch these. A normal build has none of them: On is a constant
+// false there and the compiler drops every planted branch. A binary built
+// with -tags plant reads the bug to plant from the FENCED_PLANT variable of
+// its environment.
+package plant
+
+// Bug names one planted bug.
+type Bug string
+
+// The planted bugs (issue 5).
+const (
+	// StaleRead serves reads without confirming leadership: a deposed
+	// leader answers from its old state.
+	StaleRead Bug = "stale-read"
+	// WaiterSession grants a lock to a queued waiter without checking that
+	// its session is still live.
+	WaiterSession Bug = "waiter-session"
+	// MemoryTokens takes tokens from a counter held in memory, which
+	// starts again from 1 when a node restarts, instead of the log index.
+	MemoryTokens Bug = "memory-tokens"
+	// LostIsFailure reports a proposal whose leadership was lost after it
+	// was sent as a definite failure (-TRYAGAIN) instead of -UNCERTAIN.
+	LostIsFailure Bug = "lost-is-failure"
+	// NoAppliedIndex does not persist the applied index, so a restart
+	// applies the log entries in the state again.
+	NoAppliedIndex Bug = "no-applied-index"
+	// NoDedup ignores REQ ids: a retried request acts twice.
+	NoDedup Bug = "no-dedup"
+	// WallClockExpiry decides expiry by each node's wall clock instead of
+	// the time in the log entry.
+	WallClockExpiry Bug = "wall-clock-expiry"
+)
+
+// All lists every planted bug.
+func All() []Bug {
+	return []Bug{StaleRead, WaiterSession, MemoryTokens, LostIsFailure, NoAppliedIndex, NoDedup, WallClockExpiry}
+}
