@@ -112,12 +112,18 @@ type nodeOpts struct {
 	// noWait starts the process without waiting for it to serve reads
 	// (a node whose cluster has no quorum yet).
 	noWait bool
+	// bin is the binary to run instead of the tests' build (the fault
+	// tests' builds), env its extra environment (FENCED_PLANT=...).
+	bin string
+	env []string
 }
 
 // node is one fenced process, restartable on the same data directory and
 // ports.
 type node struct {
 	t        testing.TB
+	bin      string
+	env      []string
 	args     []string
 	workDir  string
 	dataDir  string
@@ -142,7 +148,10 @@ var servingRE = regexp.MustCompile(`msg="fenced serving" listen=(\S+) raft=(\S+)
 // stopped, and its stderr printed if the test failed, when the test ends.
 func startNode(t testing.TB, opts nodeOpts) *node {
 	t.Helper()
-	n := &node{t: t, workDir: opts.workDir}
+	n := &node{t: t, workDir: opts.workDir, bin: opts.bin, env: opts.env}
+	if n.bin == "" {
+		n.bin = binPath
+	}
 	if n.workDir == "" {
 		n.workDir = t.TempDir()
 	}
@@ -261,8 +270,11 @@ func (n *node) startNoWait() {
 }
 
 func (n *node) startOnce() error {
-	cmd := exec.Command(binPath, n.args...)
+	cmd := exec.Command(n.bin, n.args...)
 	cmd.Dir = n.workDir
+	if len(n.env) > 0 {
+		cmd.Env = append(os.Environ(), n.env...)
+	}
 	pr, err := cmd.StderrPipe()
 	if err != nil {
 		return err
@@ -276,7 +288,7 @@ func (n *node) startOnce() error {
 	exited := make(chan struct{})
 	n.cmd, n.exited = cmd, exited
 	n.mu.Unlock()
-	n.logLine(fmt.Sprintf("==== run %d: %s %s (pid %d)", run, binPath, strings.Join(n.args, " "), cmd.Process.Pid))
+	n.logLine(fmt.Sprintf("==== run %d: %s %s %s (pid %d)", run, strings.Join(n.env, " "), n.bin, strings.Join(n.args, " "), cmd.Process.Pid))
 
 	serving := make(chan [2]string, 1)
 	go func() {
