@@ -1,0 +1,280 @@
+package test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fenced/fenced/resp"
+)
+
+// The differential test of issue 4 (d): every lock script the libraries
+// send (testdata/scripts.json, copied from research/scripts.json) runs on
+// fenced and on a real redis-server through the same calls — EVALSHA
+// first (NOSCRIPT), then SCRIPT LOAD + EVALSHA or EVAL + EVALSHA — from the
+// same starting keys and with the same arguments, and every reply, of the
+// scripts and of the commands that look at the keys afterwards, must be
+// identical, over RESP2 and RESP3.
+
+type libScript struct {
+	SHA1 string `json:"sha1"`
+	Text string `json:"text"`
+}
+
+func loadLibScripts(t *testing.T) map[string]libScript {
+	t.Helper()
+	b, err := os.ReadFile("testdata/scripts.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]libScript
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// diffStates are the keys a script may find: none, a lock held with the
+// caller's value or another's, with and without a TTL, a Redisson hash
+// lock, python-redis-lock keys and signal lists.
+var diffStates = [][][]string{
+	{},
+	{{"SET", "dk", "tok1", "PX", "30000"}},
+	{{"SET", "dk", "tok2", "PX", "30000"}},
+	{{"SET", "dk", "tok1"}},
+	{{"HSET", "dk", "tok1", "1"}, {"PEXPIRE", "dk", "30000"}},
+	{{"HSET", "dk", "tok2", "2"}, {"PEXPIRE", "dk", "30000"}, {"RPUSH", "dk:2", "x"}},
+	{{"SET", "lock:a", "tok1", "PX", "30000"}, {"SET", "lock:b", "tok2"}, {"RPUSH", "lock-signal:a", "1"}},
+}
+
+// diffArgs are the ARGV a script gets: the libraries' orders of token,
+// TTL and counts, and one too short.
+// Numbers that may land where a TTL goes are large: a key that expires
+// between two calls would make the servers' timing, not their behaviour,
+// differ.
+var diffArgs = [][]string{
+	{"tok1", "30000", "7000"},
+	{"30000", "tok1", "7000"},
+	{"tok2", "30000", "tok1"},
+	{"0", "30000", "tok1", "7000"},
+	{"tok1"},
+}
+
+// diffKeys are the keys every script gets, as many as it uses.
+var diffKeys = []string{"dk", "dk:2", "lock:a", "lock-signal:a"}
+
+var keysIndex = regexp.MustCompile(`KEYS\[(\d+)\]`)
+
+func numKeys(src string) int {
+	n := 1
+	for _, m := range keysIndex.FindAllStringSubmatch(src, -1) {
+		if i, _ := strconv.Atoi(m[1]); i > n {
+			n = i
+		}
+	}
+	if strings.Contains(src, "#KEYS") || strings.Contains(src, "ipairs(KEYS)") {
+		n = max(n, 2)
+	}
+	return min(n, len(diffKeys))
+}
+
+// diffConn is one connection to each server; every command goes to both.
+type diffConn struct {
+	t      *testing.T
+	fenced *resp.Client
+	redis  *resp.Client
+	proto  int
+	calls  int
+}
+
+func dialDiff(t *testing.T, fencedAddr, redisAddr string, proto int) *diffConn {
+	d := &diffConn{t: t, proto: proto}
+	for _, p := range []struct {
+		c    **resp.Client
+		addr string
+	}{{&d.fenced, fencedAddr}, {&d.redis, redisAddr}} {
+		c, err := resp.Dial(context.Background(), p.addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		*p.c = c
+		if proto == 3 {
+			if v, err := c.Do(context.Background(), []byte("HELLO"), []byte("3")); err != nil || v.IsError() {
+				t.Fatalf("HELLO 3 at %s: %v %v", p.addr, v, err)
+			}
+		}
+	}
+	return d
+}
+
+// do runs args on both and returns the two replies, normalized.
+func (d *diffConn) do(args ...string) (fenced, redis string) {
+	d.t.Helper()
+	d.calls++
+	b := make([][]byte, len(args))
+	for i, a := range args {
+		b[i] = []byte(a)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fv, err := d.fenced.Do(ctx, b...)
+	if err != nil {
+		d.t.Fatalf("fenced %q: %v", args, err)
+	}
+	rv, err := d.redis.Do(ctx, b...)
+	if err != nil {
+		d.t.Fatalf("redis %q: %v", args, err)
+	}
+	return normalizeReply(fv), normalizeReply(rv)
+}
+
+// luaRuntimeError is an error raised by Lua itself (not by redis.call),
+// e.g. arithmetic on nil. Its position and the script's id are compared;
+// its wording is gopher-lua's, not Lua 5.1's ("cannot perform sub
+// operation between nil and number" for "attempt to perform arithmetic on
+// local 'offset' (a nil value)"), since gopher-lua keeps no variable names
+// for its messages. Only malformed calls reach these errors.
+var luaRuntimeError = regexp.MustCompile(`^(ERR user_script:\d+: ).*( script: [0-9a-f]{40}, on @user_script:\d+\.)$`)
+
+// normalizeReply writes v with its kinds; integers that are TTLs in ms
+// (over 1000) are rounded to seconds, since the two servers' clocks run
+// apart by the time between the two calls.
+func normalizeReply(v resp.Value) string {
+	var b strings.Builder
+	var walk func(v resp.Value)
+	walk = func(v resp.Value) {
+		b.WriteString(v.Kind().String())
+		b.WriteByte(':')
+		switch v.Kind() {
+		case resp.KindInt:
+			n := v.Integer()
+			if n > 1000 {
+				n = (n + 500) / 1000 * 1000
+			}
+			b.WriteString(strconv.FormatInt(n, 10))
+		case resp.KindArray, resp.KindMap, resp.KindSet, resp.KindPush:
+			b.WriteByte('[')
+			for _, e := range v.Elems() {
+				walk(e)
+				b.WriteByte(' ')
+			}
+			b.WriteByte(']')
+		case resp.KindError:
+			b.WriteString(strconv.Quote(luaRuntimeError.ReplaceAllString(v.Text(), "${1}<Lua runtime error>${2}")))
+		default:
+			b.WriteString(strconv.Quote(v.Text()))
+		}
+	}
+	walk(v)
+	return b.String()
+}
+
+func (d *diffConn) same(what string, args ...string) {
+	d.t.Helper()
+	f, r := d.do(args...)
+	if f != r {
+		d.t.Errorf("%s: %q\n  fenced: %s\n  redis:  %s", what, args, f, r)
+	}
+}
+
+// inspect compares what the keys hold.
+func (d *diffConn) inspect(what string) {
+	d.t.Helper()
+	for _, k := range diffKeys {
+		f, r := d.do("TYPE", k)
+		if f != r {
+			d.t.Errorf("%s: TYPE %s: fenced %s, redis %s", what, k, f, r)
+			continue
+		}
+		// PTTL: the same state, within the time between the two calls.
+		if f, r := d.do("PTTL", k); f != r {
+			fi, _ := strconv.Atoi(strings.TrimPrefix(f, "integer:"))
+			ri, _ := strconv.Atoi(strings.TrimPrefix(r, "integer:"))
+			if fi < 0 || ri < 0 || fi-ri > 50 || ri-fi > 50 {
+				d.t.Errorf("%s: PTTL %s: fenced %s, redis %s", what, k, f, r)
+			}
+		}
+		switch {
+		case strings.Contains(f, `"string"`):
+			d.same(what, "GET", k)
+		case strings.Contains(f, `"hash"`):
+			d.same(what, "HGETALL", k)
+		case strings.Contains(f, `"list"`):
+			d.same(what, "LLEN", k)
+		}
+	}
+}
+
+func TestDiffLibraryScripts(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/redis-server"); err != nil {
+		compatSkip(t, "no redis-server to compare with (apt-get install redis-server)")
+	}
+	scripts := loadLibScripts(t)
+	names := make([]string, 0, len(scripts))
+	for n := range scripts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	rd := startRedisServer(t)
+	fd := startNode(t, nodeOpts{})
+	start := time.Now()
+	total := 0
+	for _, proto := range []int{2, 3} {
+		d := dialDiff(t, fd.addr, rd.leader, proto)
+		for _, name := range names {
+			s := scripts[name]
+			if got := scriptSHA(t, d, s.Text); got != s.SHA1 {
+				t.Errorf("%s: SCRIPT LOAD gave %s, scripts.json says %s", name, got, s.SHA1)
+			}
+			nk := numKeys(s.Text)
+			for si, state := range diffStates {
+				for ai, argv := range diffArgs {
+					what := fmt.Sprintf("RESP%d %s state %d args %d", proto, name, si, ai)
+					d.same(what, append([]string{"DEL"}, append(diffKeys, "lock:b")...)...)
+					d.same(what, "SCRIPT", "FLUSH")
+					for _, c := range state {
+						d.same(what, c...)
+					}
+					call := append([]string{"", "", strconv.Itoa(nk)}, diffKeys[:nk]...)
+					call = append(call, argv...)
+					call[0], call[1] = "EVALSHA", s.SHA1
+					if f, r := d.do(call...); f != r || !strings.Contains(f, "NOSCRIPT No matching script. Please use EVAL.") {
+						t.Errorf("%s: first EVALSHA: fenced %s, redis %s", what, f, r)
+					}
+					if (si+ai)%2 == 0 {
+						d.same(what, "SCRIPT", "LOAD", s.Text)
+					} else {
+						call[0], call[1] = "EVAL", s.Text
+						d.same(what+" EVAL", call...)
+						call[0], call[1] = "EVALSHA", s.SHA1
+					}
+					d.same(what+" EVALSHA", call...)
+					d.same(what+" EVALSHA again", call...)
+					d.same(what, "SCRIPT", "EXISTS", s.SHA1, strings.Repeat("0", 40))
+					d.inspect(what)
+				}
+			}
+		}
+		total += d.calls
+	}
+	t.Logf("%d scripts, %d calls on each server in %v", len(names), total, time.Since(start))
+}
+
+// scriptSHA loads src on both servers and returns fenced's SHA-1 after
+// checking that both agree.
+func scriptSHA(t *testing.T, d *diffConn, src string) string {
+	t.Helper()
+	f, r := d.do("SCRIPT", "LOAD", src)
+	if f != r {
+		t.Fatalf("SCRIPT LOAD: fenced %s, redis %s", f, r)
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(f, `bulk:"`), `"`)
+}
