@@ -3,8 +3,10 @@ module github.com/fenced/fenced
 go 1.26.8
 
 require (
+	github.com/bsm/redislock v0.10.0
 	github.com/cockroachdb/datadriven v1.0.3
 	github.com/cockroachdb/pebble/v2 v2.1.7
+	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/hashicorp/go-hclog v1.6.2
 	github.com/hashicorp/raft v1.7.3
 	github.com/redis/go-redis/v9 v9.23.0
