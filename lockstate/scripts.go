@@ -179,6 +179,17 @@ func (e scriptEnv) Call(args []string) reply.Value {
 		// The entry's time: one frozen instant for the whole script.
 		return reply.ArrayOf(reply.BulkOf(strconv.FormatInt(e.now/1000, 10)),
 			reply.BulkOf(strconv.FormatInt(e.now%1000*1000, 10)))
+	case "fence":
+		// FENCE key: the token of the key or held lock, so a script (a
+		// client that can only send scripts, such as Redisson's RScript)
+		// can read it. The session form is the native command's own.
+		if len(args) != 2 {
+			return reply.Err(script.ErrNotAllowed)
+		}
+		if tok, ok := e.s.KeyFence(args[1], e.now); ok {
+			return reply.IntOf(tok)
+		}
+		return reply.NilOf()
 	case "eval", "evalsha", "script":
 		return reply.Err(script.ErrNotAllowed)
 	}

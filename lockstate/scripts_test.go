@@ -161,6 +161,12 @@ func TestScriptCommands(t *testing.T) {
 	wantReply(t, "arity", c.exec(t, "EVAL", "return redis.pcall('get')", "0"),
 		reply.Err(script.ErrWrongArity))
 	wantReply(t, "blpop empty", c.exec(t, "EVAL", "return redis.call('blpop', 'q', 0)", "0"), reply.NilOf())
+	wantReply(t, "fence none", c.exec(t, "EVAL", "return redis.call('FENCE', KEYS[1])", "1", "fk"), reply.NilOf())
+	c.exec(t, "SET", "fk", "v")
+	created := c.index
+	wantReply(t, "fence", c.exec(t, "EVAL", "return redis.call('FENCE', KEYS[1])", "1", "fk"), reply.IntOf(int64(created)))
+	wantReply(t, "fence session form", c.exec(t, "EVAL", "return redis.pcall('FENCE', KEYS[1], 's')", "1", "fk"),
+		reply.Err(script.ErrNotAllowed))
 
 	r, err := c.apply(Entry{Op: OpExec, Args: []string{"EVAL",
 		"redis.call('rpush', KEYS[1], 'a') redis.call('publish', 'ch', 'm') return redis.call('publish', 'ch', 'n')", "1", "q"}})
