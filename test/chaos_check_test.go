@@ -1,0 +1,336 @@
+package test
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// The fault tests' checkers.
+//
+// lockModel is a fenced mutex for porcupine, one partition per lock: a grant
+// is legal only when the lock is free (or held by the same session, for a
+// reentrant hold within its LIMIT) and its token exceeds every earlier
+// one; a release only by the holder, with its token; FENCE reads the
+// holder's token or null. Operations whose outcome is unknown may or may
+// not take effect. Sessions end on their own: a session may be expired at
+// time τ only if τ is at least its TTL after the call of every operation of
+// it that was answered before τ (any use renews it), and no operation of it
+// called after τ succeeded; or once a SESSION.KILL of it was answered. A
+// held lock may become free at any step where its holder may be expired,
+// and a NOSESSION answer is legal only then, so the model also checks that
+// no session whose renewals were acknowledged expired early. Cluster time
+// never runs ahead of real time, which makes these bounds sound.
+
+// lockIn is an operation's input; Return is its return time, for the
+// session bounds.
+type lockIn struct {
+	Kind    string // acquire, release, fence, kill
+	Session string
+	Token   int64 // release: FENCE sent
+	Limit   int64
+	Unknown bool
+	Return  int64
+}
+
+type lockOut struct {
+	Null  bool
+	Err   string
+	Token int64
+	Count int64
+}
+
+// lockState is the model's state. Token -1 is a grant whose token the
+// history never saw (its FLOCK's outcome was unknown).
+type lockState struct {
+	Holder string
+	Count  int64
+	Token  int64
+	Max    int64
+}
+
+// sessionBounds answers whether a session may be expired at a time.
+type sessionBounds struct {
+	ttl    map[string]int64   // ns
+	calls  map[string][]int64 // calls of its answered operations, sorted
+	killed map[string]int64   // call of an answered SESSION.KILL
+}
+
+func newSessionBounds(ops []histOp) *sessionBounds {
+	b := &sessionBounds{ttl: make(map[string]int64), calls: make(map[string][]int64), killed: make(map[string]int64)}
+	for _, op := range ops {
+		if op.Kind == "open" && op.Outcome == outOK && op.Err == "" {
+			b.ttl[op.Session] = op.TTL * int64(time.Millisecond)
+			b.calls[op.Session] = append(b.calls[op.Session], op.Call)
+		}
+	}
+	for _, op := range ops {
+		if op.Outcome != outOK || op.Session == "" || op.Kind == "open" {
+			continue
+		}
+		if op.Kind == "kill" {
+			if k, ok := b.killed[op.Session]; !ok || op.Call < k {
+				b.killed[op.Session] = op.Call
+			}
+			continue
+		}
+		if op.Err != "NOSESSION" {
+			b.calls[op.Session] = append(b.calls[op.Session], op.Call)
+		}
+	}
+	for _, c := range b.calls {
+		sort.Slice(c, func(i, j int) bool { return c[i] < c[j] })
+	}
+	return b
+}
+
+// mayExpire reports whether session s may have ended by time t.
+func (b *sessionBounds) mayExpire(s string, t int64) bool {
+	if k, ok := b.killed[s]; ok && k <= t {
+		return true
+	}
+	calls := b.calls[s]
+	i := sort.Search(len(calls), func(i int) bool { return calls[i] > t })
+	if i < len(calls) {
+		return false // used successfully after t
+	}
+	ttl, ok := b.ttl[s]
+	if !ok {
+		return true // opened with an unknown outcome: no bound
+	}
+	return i == 0 || t >= calls[i-1]+ttl
+}
+
+func lockModel(b *sessionBounds) porcupine.Model {
+	free := func(s lockState) lockState { return lockState{Max: s.Max} }
+	step := func(st, in0, out0 any) []any {
+		s, in, out := st.(lockState), in0.(lockIn), out0.(lockOut)
+		cands := []lockState{s}
+		if s.Holder != "" && b.mayExpire(s.Holder, in.Return) {
+			cands = append(cands, free(s))
+		}
+		var next []any
+		add := func(x lockState) { next = append(next, x) }
+		for _, c := range cands {
+			held := c.Holder == in.Session
+			switch in.Kind {
+			case "kill":
+				add(c)
+				if held {
+					add(free(c))
+				}
+			case "acquire":
+				if in.Unknown {
+					add(c)
+					switch {
+					case c.Holder == "":
+						add(lockState{Holder: in.Session, Count: 1, Token: -1, Max: c.Max})
+					case held && (in.Limit == 0 || c.Count < in.Limit):
+						c.Count++
+						add(c)
+					}
+					continue
+				}
+				switch {
+				case out.Err == "NOSESSION":
+					if b.mayExpire(in.Session, in.Return) {
+						if held {
+							c = free(c)
+						}
+						add(c)
+					}
+				case out.Err == "LIMIT":
+					if held && in.Limit > 0 && c.Count >= in.Limit {
+						add(c)
+					}
+				case out.Err != "":
+					add(c) // refused before acting (too many locks or waiters)
+				case out.Null:
+					if c.Holder != "" && !held {
+						add(c)
+					}
+				case c.Holder == "" && out.Token > c.Max:
+					add(lockState{Holder: in.Session, Count: 1, Token: out.Token, Max: out.Token})
+				case held && (c.Token == out.Token || c.Token == -1 && out.Token > c.Max) && (in.Limit == 0 || c.Count < in.Limit):
+					add(lockState{Holder: c.Holder, Count: c.Count + 1, Token: out.Token, Max: max(c.Max, out.Token)})
+				}
+			case "release":
+				match := held && (c.Token == in.Token || c.Token == -1)
+				if in.Unknown {
+					add(c)
+					if match {
+						if c.Count--; c.Count == 0 {
+							c = free(c)
+						}
+						add(c)
+					}
+					continue
+				}
+				switch {
+				case out.Err == "NOTOWNER":
+					if !held {
+						add(c)
+					}
+				case out.Err == "STALEFENCE":
+					if held && c.Token != -1 && c.Token != in.Token {
+						add(c)
+					}
+				case out.Err == "NOSESSION":
+					if b.mayExpire(in.Session, in.Return) {
+						if held {
+							c = free(c)
+						}
+						add(c)
+					}
+				case out.Err != "":
+				case match && c.Count-1 == out.Count:
+					c.Count = out.Count
+					if c.Count == 0 {
+						c = free(c)
+					} else if c.Token == -1 {
+						c.Token = in.Token
+					}
+					add(c)
+				}
+			case "fence":
+				switch {
+				case out.Null:
+					if c.Holder == "" {
+						add(c)
+					}
+				case c.Holder != "" && c.Token == out.Token:
+					add(c)
+				case c.Holder != "" && c.Token == -1 && out.Token > c.Max:
+					c.Token, c.Max = out.Token, out.Token
+					add(c)
+				}
+			}
+		}
+		return next
+	}
+	return (&porcupine.NondeterministicModel{
+		Init: func() []any { return []any{lockState{}} },
+		Step: step,
+		DescribeOperation: func(in0, out0 any) string {
+			in, out := in0.(lockIn), out0.(lockOut)
+			s := fmt.Sprintf("%s(%.6s", in.Kind, in.Session)
+			if in.Kind == "release" {
+				s += fmt.Sprintf(", %d", in.Token)
+			}
+			switch {
+			case in.Unknown:
+				return s + ") -> ?"
+			case out.Err != "":
+				return s + ") -> " + out.Err
+			case out.Null:
+				return s + ") -> nil"
+			case in.Kind == "release":
+				return fmt.Sprintf("%s) -> %d left", s, out.Count)
+			}
+			return fmt.Sprintf("%s) -> %d", s, out.Token)
+		},
+		DescribeState: func(st any) string {
+			s := st.(lockState)
+			if s.Holder == "" {
+				return fmt.Sprintf("free (max %d)", s.Max)
+			}
+			return fmt.Sprintf("%.6s x%d token %d", s.Holder, s.Count, s.Token)
+		},
+	}).ToModel()
+}
+
+// lockOperations turns the history into porcupine operations by lock. Fail
+// outcomes did not happen and are left out; unknown ones may take effect
+// until the end. Kills belong to every lock.
+func lockOperations(ops []histOp, limit int64) map[string][]porcupine.Operation {
+	byLock := make(map[string][]porcupine.Operation)
+	var kills []porcupine.Operation
+	for _, op := range ops {
+		if op.Outcome == outFail {
+			continue
+		}
+		in := lockIn{Kind: op.Kind, Session: op.Session, Token: op.Token, Limit: limit,
+			Unknown: op.Outcome == outUnknown, Return: op.Return}
+		out := lockOut{Null: op.Null, Err: op.Err, Token: op.Token, Count: op.Count}
+		ret := op.Return
+		if in.Unknown {
+			ret = math.MaxInt64
+		}
+		po := porcupine.Operation{ClientId: op.Client, Input: in, Output: out, Call: op.Call, Return: ret}
+		switch op.Kind {
+		case "acquire", "release":
+			byLock[op.Lock] = append(byLock[op.Lock], po)
+		case "fence":
+			if !in.Unknown {
+				byLock[op.Lock] = append(byLock[op.Lock], po)
+			}
+		case "kill":
+			kills = append(kills, po)
+		}
+	}
+	for l := range byLock {
+		byLock[l] = append(byLock[l], kills...)
+	}
+	return byLock
+}
+
+// checkTokens: for two grants of one lock to different sessions, the one
+// that was called after the other returned has the larger token.
+func checkTokens(ops []histOp) []string {
+	byLock := make(map[string][]histOp)
+	for _, op := range ops {
+		if op.Kind == "acquire" && op.Outcome == outOK && op.Err == "" && !op.Null {
+			byLock[op.Lock] = append(byLock[op.Lock], op)
+		}
+	}
+	var bad []string
+	for lock, gs := range byLock {
+		byReturn := append([]histOp(nil), gs...)
+		sort.Slice(byReturn, func(i, j int) bool { return byReturn[i].Return < byReturn[j].Return })
+		sort.Slice(gs, func(i, j int) bool { return gs[i].Call < gs[j].Call })
+		// Sweep: best is the highest-token grant that returned before the
+		// current one was called.
+		var best *histOp
+		j := 0
+		for i := range gs {
+			g := gs[i]
+			for ; j < len(byReturn) && byReturn[j].Return < g.Call; j++ {
+				if best == nil || byReturn[j].Token > best.Token {
+					best = &byReturn[j]
+				}
+			}
+			if best != nil && g.Token <= best.Token && !(g.Session == best.Session && g.Token == best.Token) {
+				bad = append(bad, fmt.Sprintf("lock %s: token %d (session %.6s) granted after token %d (session %.6s) had returned",
+					lock, g.Token, g.Session, best.Token, best.Session))
+			}
+		}
+	}
+	sort.Strings(bad)
+	return bad
+}
+
+// summarize counts operations by kind and outcome.
+func summarize(ops []histOp) string {
+	counts := make(map[string]int)
+	for _, op := range ops {
+		k := op.Kind + " " + op.Outcome.String()
+		if op.Err != "" {
+			k += " " + op.Err
+		}
+		counts[k]++
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%d ", k, counts[k])
+	}
+	return b.String()
+}

@@ -1,0 +1,197 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fenced/fenced/resp"
+)
+
+// The fault tests' clients: goroutines of this process, each with one
+// connection per node, recording every operation with one monotonic clock
+// and one of three outcomes. They use the repo's RESP client, which tells
+// "never sent" from "sent, reply lost", so that an outcome is unknown only
+// when it truly is.
+
+type outcome uint8
+
+const (
+	outOK      outcome = iota // the server answered (a decided reply, errors included)
+	outFail                   // definitely did not happen
+	outUnknown                // may have happened, at any time after the call
+)
+
+func (o outcome) String() string {
+	return [...]string{"ok", "fail", "unknown"}[o]
+}
+
+// chaosConn is a client's view of the cluster: a connection per node,
+// redialed after it breaks.
+type chaosConn struct {
+	addrs []string
+	conns []*resp.Client
+	rng   *rand.Rand
+}
+
+func newChaosConn(addrs []string, rng *rand.Rand) *chaosConn {
+	return &chaosConn{addrs: addrs, conns: make([]*resp.Client, len(addrs)), rng: rng}
+}
+
+func (c *chaosConn) close() {
+	for _, cl := range c.conns {
+		if cl != nil {
+			cl.Close()
+		}
+	}
+}
+
+// do sends args to node i and classifies the result: a reply (outOK, its
+// error included, unless the error says the command was not applied or
+// its outcome is unknown), outFail when nothing was sent or the server
+// refused before proposing, outUnknown when the reply was lost or the
+// server does not know.
+func (c *chaosConn) do(ctx context.Context, i int, timeout time.Duration, args ...string) (resp.Value, outcome) {
+	cl := c.conns[i]
+	if cl == nil || cl.Broken() {
+		if cl != nil {
+			cl.Close()
+		}
+		dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		var err error
+		cl, err = resp.Dial(dctx, c.addrs[i], 500*time.Millisecond)
+		cancel()
+		if err != nil {
+			c.conns[i] = nil
+			return resp.Value{}, outFail
+		}
+		c.conns[i] = cl
+	}
+	b := make([][]byte, len(args))
+	for j, a := range args {
+		b[j] = []byte(a)
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	v, err := cl.Do(cctx, b...)
+	switch {
+	case err == nil:
+	case errors.Is(err, resp.ErrNotSent):
+		return resp.Value{}, outFail
+	default:
+		return resp.Value{}, outUnknown
+	}
+	if v.IsError() {
+		switch code, _, _ := strings.Cut(v.Text(), " "); code {
+		case "TRYAGAIN", "CLUSTERDOWN", "MOVED", "LOADING":
+			return v, outFail
+		case "UNCERTAIN":
+			return v, outUnknown
+		}
+	}
+	return v, outOK
+}
+
+// pick returns a random node index.
+func (c *chaosConn) pick() int { return c.rng.IntN(len(c.addrs)) }
+
+// histOp is one operation of the history. Call and Return are ns on the
+// history's clock; an unknown operation's Return is when the client gave
+// up on it.
+type histOp struct {
+	Client  int
+	Kind    string // open, heartbeat, acquire, release, fence
+	Lock    string
+	Session string
+	TTL     int64 // open: ms
+	Token   int64 // acquire: granted; release: the FENCE sent; fence: read
+	Null    bool  // acquire: held by another / timed out; fence: free
+	Count   int64 // release: holds left
+	Err     string
+	Outcome outcome
+	Call    int64
+	Return  int64
+}
+
+// history records operations on one monotonic clock.
+type history struct {
+	t0  time.Time
+	mu  sync.Mutex
+	ops []histOp
+}
+
+func newHistory() *history { return &history{t0: time.Now()} }
+
+func (h *history) now() int64 { return time.Since(h.t0).Nanoseconds() }
+
+func (h *history) add(op histOp) {
+	h.mu.Lock()
+	h.ops = append(h.ops, op)
+	h.mu.Unlock()
+}
+
+func (h *history) all() []histOp {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]histOp(nil), h.ops...)
+}
+
+// fencedStore is the storage a lock protects, kept in the harness: it
+// accepts a read or a write only with a token at least as high as any it
+// has seen, so a client that lost its lock without knowing can no longer
+// change it. With check off it is the control: it accepts everything.
+type fencedStore struct {
+	check bool
+
+	mu       sync.Mutex
+	max      int64
+	value    int64
+	accepted []int64 // the values of accepted writes, in order
+	rejected int
+}
+
+// read returns the value, or false if token is stale.
+func (s *fencedStore) read(token int64) (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.check && token < s.max {
+		s.rejected++
+		return 0, false
+	}
+	s.max = max(s.max, token)
+	return s.value, true
+}
+
+// write stores v, or reports false if token is stale.
+func (s *fencedStore) write(token, v int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.check && token < s.max {
+		s.rejected++
+		return false
+	}
+	s.max = max(s.max, token)
+	s.value = v
+	s.accepted = append(s.accepted, v)
+	return true
+}
+
+// anomalies counts the accepted writes that did not increase the value by
+// exactly one: increments lost to a holder that was not alone.
+func (s *fencedStore) anomalies() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, prev := 0, int64(0)
+	for _, v := range s.accepted {
+		if v != prev+1 {
+			n++
+		}
+		prev = v
+	}
+	return n
+}
+
+func newRand(seed, stream uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, stream)) }

@@ -1,0 +1,291 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fenced/fenced/internal/plant"
+)
+
+// The fault tests (issue 5): real fenced processes, each on its own
+// loopback IP behind the proxies of a chaosNet, clients of this process
+// (workload), a nemesis that injects faults, and the checkers.
+
+// chaosBinaries builds fenced once per build tag set, without the race
+// detector (the fault tests measure timing-sensitive behaviour, and the
+// unit and integration tests already run the server with it).
+var (
+	chaosBinMu sync.Mutex
+	chaosBins  = map[string]string{}
+)
+
+func chaosBinary(t testing.TB, tags string) string {
+	t.Helper()
+	chaosBinMu.Lock()
+	defer chaosBinMu.Unlock()
+	if p, ok := chaosBins[tags]; ok {
+		return p
+	}
+	dir, err := os.MkdirTemp("", "fenced-chaos-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "fenced")
+	args := []string{"build", "-o", p}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	cmd := exec.Command("go", append(args, "github.com/fenced/fenced/cmd/fenced")...)
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building fenced %s: %v\n%s", tags, err, out)
+	}
+	chaosBins[tags] = p
+	return p
+}
+
+type chaosOpts struct {
+	nodes   int
+	plant   plant.Bug       // "" = the real fenced
+	offsets []time.Duration // --clock-offset by node
+	extra   []string        // flags of every node
+}
+
+type chaosCluster struct {
+	*cluster
+	net   *chaosNet
+	names []string // n1, n2, ...
+	addrs []string // real client addresses, for the clients
+}
+
+func startChaos(t *testing.T, o chaosOpts) *chaosCluster {
+	t.Helper()
+	bin := chaosBinary(t, "")
+	var env []string
+	if o.plant != "" {
+		bin = chaosBinary(t, "plant")
+		env = []string{"FENCED_PLANT=" + string(o.plant)}
+	}
+	cc := &chaosCluster{cluster: &cluster{t: t}, net: newChaosNet(t)}
+	for i := range o.nodes {
+		name := fmt.Sprintf("n%d", i+1)
+		ip := fmt.Sprintf("127.0.0.%d", 11+i)
+		cc.net.addNode(name, ip)
+		listen := fmt.Sprintf("%s:%d", ip, freePort(t))
+		raft := fmt.Sprintf("%s:%d", ip, freePort(t))
+		args := []string{"--id", name, "--listen", listen, "--raft-addr", raft,
+			"--advertise", cc.net.proxy(name, listen), "--raft-advertise", cc.net.proxy(name, raft)}
+		if i < len(o.offsets) && o.offsets[i] != 0 {
+			args = append(args, "--clock-offset", o.offsets[i].String())
+		}
+		args = append(args, o.extra...)
+		if i > 0 {
+			args = append(args, "--join", cc.nodes[0].addr)
+		}
+		n := startNode(t, nodeOpts{args: args, bin: bin, env: env, allowCrash: o.plant != ""})
+		cc.nodes = append(cc.nodes, n)
+		cc.ids = append(cc.ids, name)
+		cc.names = append(cc.names, name)
+		cc.addrs = append(cc.addrs, n.addr)
+	}
+	cc.waitVoters(o.nodes)
+	return cc
+}
+
+// leaderNow returns the node that says it leads, or nil; it never fails
+// the test (the nemesis runs outside the test's goroutine).
+func (cc *chaosCluster) leaderNow() *node {
+	for _, n := range cc.nodes {
+		if !n.alive() || n.paused() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		st, err := status(ctx, n)
+		cancel()
+		if err == nil && st["role"] == "leader" {
+			return n
+		}
+	}
+	return nil
+}
+
+// nemesis injects one fault at a time, each undone before the next.
+type nemesis struct {
+	cc     *chaosCluster
+	w      *workload
+	h      *history
+	rng    *rand.Rand
+	faults []string
+	ttl    time.Duration
+
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (nm *nemesis) count(f string) {
+	nm.mu.Lock()
+	nm.counts[f]++
+	nm.mu.Unlock()
+}
+
+// run injects faults until ctx ends, then heals everything.
+func (nm *nemesis) run(ctx context.Context, every time.Duration) {
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(every / 2):
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		f := nm.faults[nm.rng.IntN(len(nm.faults))]
+		nm.inject(ctx, f, every)
+		nm.count(f)
+	}
+	nm.heal()
+}
+
+func (nm *nemesis) sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+func (nm *nemesis) inject(ctx context.Context, f string, every time.Duration) {
+	cc := nm.cc
+	pick := func() *node { return cc.nodes[nm.rng.IntN(len(cc.nodes))] }
+	target := func() *node {
+		if l := cc.leaderNow(); l != nil {
+			return l
+		}
+		return pick()
+	}
+	nameOf := func(n *node) string { return cc.names[slices.Index(cc.nodes, n)] }
+	others := func(n *node) []string {
+		var o []string
+		for _, x := range cc.names {
+			if x != nameOf(n) {
+				o = append(o, x)
+			}
+		}
+		return o
+	}
+	switch f {
+	case "kill-leader", "kill-random":
+		n := target()
+		if f == "kill-random" {
+			n = pick()
+		}
+		n.kill()
+		nm.sleep(ctx, every/2)
+		n.startNoWait()
+	case "kill-all":
+		for _, n := range cc.nodes {
+			n.kill()
+		}
+		nm.sleep(ctx, every/4)
+		for _, n := range cc.nodes {
+			n.startNoWait()
+		}
+	case "pause-leader":
+		n := target()
+		n.pause()
+		nm.sleep(ctx, 2*time.Second) // past the election timeout
+		n.resume()
+	case "isolate-leader":
+		n := target()
+		cc.net.partition([]string{nameOf(n)}, others(n))
+		nm.sleep(ctx, every)
+		cc.net.heal()
+	case "isolate-random":
+		n := pick()
+		cc.net.partition([]string{nameOf(n)}, others(n))
+		nm.sleep(ctx, every)
+		cc.net.heal()
+	case "bridge":
+		p := nm.rng.Perm(len(cc.names))
+		cc.net.bridge(cc.names[p[0]], cc.names[p[1]], cc.names[p[2]])
+		nm.sleep(ctx, every)
+		cc.net.heal()
+	case "pause-client":
+		nm.w.pauseClient(nm.rng.IntN(nm.w.clients), 3*nm.ttl)
+	case "transfer":
+		if l := cc.leaderNow(); l != nil {
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			do(cctx, l.client(nm.cc.t), "RAFT.TRANSFER")
+			cancel()
+		}
+	case "kill-session":
+		nm.killSession(ctx)
+	}
+}
+
+// killSession ends a session some client uses, as an operator would, and
+// records it: the model frees its locks.
+func (nm *nemesis) killSession(ctx context.Context) {
+	ops := nm.h.all()
+	var open []string
+	for _, op := range ops {
+		if op.Kind == "open" && op.Outcome == outOK && op.Err == "" {
+			open = append(open, op.Session)
+		}
+	}
+	if len(open) == 0 {
+		return
+	}
+	s := open[len(open)-1-nm.rng.IntN(min(len(open), nm.w.clients))]
+	cc := newChaosConn(nm.cc.addrs, nm.rng)
+	defer cc.close()
+	op := histOp{Client: nm.w.clients, Kind: "kill", Session: s, Call: nm.h.now()}
+	v, o := cc.do(ctx, cc.pick(), 2*time.Second, "SESSION.KILL", s)
+	op.Return, op.Outcome = nm.h.now(), o
+	if o == outOK && v.IsError() {
+		op.Outcome = outFail
+	}
+	nm.h.add(op)
+}
+
+// heal undoes every fault: links, paused and dead nodes.
+func (nm *nemesis) heal() {
+	nm.cc.net.heal()
+	for _, n := range nm.cc.nodes {
+		if n.paused() {
+			n.resume()
+		}
+		if !n.alive() {
+			n.startNoWait()
+		}
+	}
+}
+
+// chaosReport is one run's figures.
+type chaosReport struct {
+	seed       uint64
+	ops        string
+	faults     map[string]int
+	fenced     [2]int // anomalies, rejected
+	control    int    // anomalies
+	dedup      int64
+	verdicts   []string
+	violations []string
+}
+
+func (r chaosReport) String() string {
+	faults := make([]string, 0, len(r.faults))
+	for f, n := range r.faults {
+		faults = append(faults, f+"="+strconv.Itoa(n))
+	}
+	slices.Sort(faults)
+	return fmt.Sprintf("seed %d\n  ops: %s\n  faults: %v\n  fenced store: %d anomalies, %d stale tokens refused; control store: %d anomalies; resent REQs answered differently: %d\n  checkers: %v",
+		r.seed, r.ops, faults, r.fenced[0], r.fenced[1], r.control, r.dedup, r.verdicts)
+}

@@ -1,0 +1,250 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/fenced/fenced/internal/plant"
+)
+
+// chaosRun describes one fault-test run.
+type chaosRun struct {
+	opts     chaosOpts
+	clients  int
+	locks    int
+	ttl      time.Duration
+	limit    int64
+	duration time.Duration // of faults; a quiet second half follows
+	every    time.Duration // between faults
+	faults   []string
+}
+
+// chaosSeed is SEED from the environment, or a fresh one; the tests print
+// it so that a failing run can be replayed (the faults and the clients'
+// choices follow from it; the timing of real processes does not).
+func chaosSeed(t *testing.T) uint64 {
+	if s := os.Getenv("SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("SEED=%q: %v", s, err)
+		}
+		return v
+	}
+	return uint64(time.Now().UnixNano())
+}
+
+// runChaos runs the workload under the nemesis and checks the history. It
+// fails the test only for harness errors; the verdicts are in the report.
+func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
+	t.Logf("seed %d (replay with SEED=%d)", seed, seed)
+	cc := startChaos(t, r.opts)
+	h := newHistory()
+	var locks []string
+	for i := range r.locks {
+		locks = append(locks, fmt.Sprintf("lock%d", i))
+	}
+	w := newWorkload(h, cc.addrs, locks, r.ttl)
+	w.clients, w.limit = r.clients, r.limit
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var wg sync.WaitGroup
+	for i := range r.clients {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.run(ctx, i, seed) }()
+	}
+	nm := &nemesis{cc: cc, w: w, h: h, rng: newRand(seed, 99), faults: r.faults, ttl: r.ttl, counts: make(map[string]int)}
+	nctx, ncancel := context.WithTimeout(ctx, r.duration)
+	nm.run(nctx, r.every)
+	ncancel()
+	// A quiet period on a healed cluster: unknown outcomes settle, paused
+	// clients wake and write with their old tokens.
+	cc.leader(30 * time.Second)
+	time.Sleep(max(3*r.ttl, 3*time.Second))
+	stop()
+	wg.Wait()
+
+	ops := h.all()
+	rep := chaosReport{seed: seed, ops: summarize(ops), faults: nm.counts, dedup: w.dedupViolations.Load()}
+	for _, st := range w.stores {
+		rep.fenced[0] += st[0].anomalies()
+		rep.fenced[1] += st[0].rejected
+		rep.control += st[1].anomalies()
+	}
+	verdict := func(name string, problems []string) {
+		if len(problems) == 0 {
+			rep.verdicts = append(rep.verdicts, name+": ok")
+			return
+		}
+		rep.verdicts = append(rep.verdicts, fmt.Sprintf("%s: FAIL (%d)", name, len(problems)))
+		rep.violations = append(rep.violations, problems...)
+	}
+
+	// Linearizability of each lock, with the session bounds.
+	model := lockModel(newSessionBounds(ops))
+	var lin []string
+	for lock, pops := range lockOperations(ops, r.limit) {
+		res, info := porcupine.CheckOperationsVerbose(model, pops, 60*time.Second)
+		switch res {
+		case porcupine.Illegal:
+			path := filepath.Join(chaosArtifacts(t), fmt.Sprintf("%s-%s.html", t.Name(), lock))
+			path = strings.ReplaceAll(path, "/"+t.Name(), "/"+strings.ReplaceAll(t.Name(), "/", "_"))
+			porcupine.VisualizePath(model, info, path)
+			lin = append(lin, fmt.Sprintf("lock %s: not linearizable (%d ops); visualisation %s", lock, len(pops), path))
+		case porcupine.Unknown:
+			lin = append(lin, fmt.Sprintf("lock %s: check timed out (%d ops)", lock, len(pops)))
+		}
+	}
+	verdict("linearizable", lin)
+	verdict("tokens increase", checkTokens(ops))
+	var store []string
+	if rep.fenced[0] > 0 {
+		store = append(store, fmt.Sprintf("fenced store: %d increments lost", rep.fenced[0]))
+	}
+	if rep.dedup > 0 {
+		store = append(store, fmt.Sprintf("%d resent REQs acted twice", rep.dedup))
+	}
+	verdict("fenced counter", store)
+
+	// After healing: one leader, the same state on every node.
+	verdict("replicas agree", replicasAgree(cc, r.ttl))
+	var crashes []string
+	for i, n := range cc.nodes {
+		if n.crashed() {
+			crashes = append(crashes, cc.names[i]+" crashed")
+		}
+	}
+	verdict("no crash", crashes)
+	if len(rep.violations) > 0 {
+		writeHistory(t, ops)
+	}
+	return rep
+}
+
+// replicasAgree waits for the sessions to lapse and the nodes to reach one
+// applied index, then compares their state hashes.
+func replicasAgree(cc *chaosCluster, ttl time.Duration) []string {
+	time.Sleep(ttl + time.Second)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var hs []string
+		for _, n := range cc.nodes {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			v, err := do(ctx, n.client(cc.t), "RAFT.HASH")
+			cancel()
+			if err != nil {
+				hs = append(hs, "error: "+err.Error())
+				continue
+			}
+			hs = append(hs, fmt.Sprint(v))
+		}
+		same := true
+		for _, h := range hs[1:] {
+			same = same && h == hs[0]
+		}
+		if same && !strings.HasPrefix(hs[0], "error") {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return []string{fmt.Sprintf("state hashes differ: %v", hs)}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func chaosArtifacts(t *testing.T) string {
+	dir := os.Getenv("FENCED_CHAOS_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "fenced-chaos-artifacts")
+	}
+	os.MkdirAll(dir, 0o755)
+	return dir
+}
+
+func writeHistory(t *testing.T, ops []histOp) {
+	var b strings.Builder
+	for _, op := range ops {
+		fmt.Fprintf(&b, "%d %d c%d %s %s %.8s tok=%d null=%v count=%d err=%s %s\n", op.Call, op.Return, op.Client,
+			op.Kind, op.Lock, op.Session, op.Token, op.Null, op.Count, op.Err, op.Outcome)
+	}
+	path := filepath.Join(chaosArtifacts(t), strings.ReplaceAll(t.Name(), "/", "_")+"-history.txt")
+	os.WriteFile(path, []byte(b.String()), 0o644)
+	t.Logf("history: %s", path)
+}
+
+var allFaults = []string{"kill-leader", "kill-random", "pause-leader", "isolate-leader", "isolate-random",
+	"bridge", "pause-client", "transfer", "kill-session", "kill-all"}
+
+// TestChaos is the short profile (make test): the real fenced through
+// every fault, with and without reentrancy, some nodes' clocks off by up to
+// a minute. Every checker must pass; the control counter shows what the
+// faults do to an unfenced store.
+func TestChaos(t *testing.T) {
+	for _, v := range []struct {
+		name  string
+		limit int64
+	}{{"mutex", 0}, {"reentrant", 2}} {
+		t.Run(v.name, func(t *testing.T) {
+			r := chaosRun{
+				opts: chaosOpts{nodes: 3, offsets: []time.Duration{0, time.Minute, -time.Minute},
+					extra: []string{"--snapshot-threshold", "300", "--trailing-logs", "50"}},
+				clients: 6, locks: 3, ttl: 1500 * time.Millisecond, limit: v.limit,
+				duration: chaosDuration(40 * time.Second), every: 3 * time.Second, faults: allFaults,
+			}
+			rep := runChaos(t, r, chaosSeed(t))
+			t.Logf("%v", rep)
+			for _, p := range rep.violations {
+				t.Error(p)
+			}
+		})
+	}
+}
+
+// chaosDuration scales a short-profile duration: FENCED_CHAOS=long runs
+// the long profile (make chaos).
+func chaosDuration(d time.Duration) time.Duration {
+	if os.Getenv("FENCED_CHAOS") == "long" {
+		return 10 * d
+	}
+	return d
+}
+
+// TestChaosPlanted runs each planted bug under the faults that expose it:
+// some checker must fail every time, or the checkers prove nothing.
+func TestChaosPlanted(t *testing.T) {
+	for _, pc := range []struct {
+		bug    plant.Bug
+		faults []string
+	}{
+		{plant.StaleRead, []string{"isolate-random"}},
+		{plant.WaiterSession, []string{"kill-session"}},
+		{plant.MemoryTokens, []string{"kill-all"}},
+		{plant.LostIsFailure, []string{"kill-leader", "pause-leader", "isolate-leader"}},
+		{plant.NoAppliedIndex, []string{"kill-random", "kill-all"}},
+		{plant.NoDedup, []string{"transfer"}},
+		{plant.WallClockExpiry, []string{"transfer"}},
+	} {
+		t.Run(string(pc.bug), func(t *testing.T) {
+			r := chaosRun{
+				opts: chaosOpts{nodes: 3, plant: pc.bug, offsets: []time.Duration{0, time.Minute, -time.Minute}},
+				clients: 6, locks: 2, ttl: 1500 * time.Millisecond,
+				duration: 15 * time.Second, every: 2 * time.Second, faults: pc.faults,
+			}
+			rep := runChaos(t, r, chaosSeed(t))
+			t.Logf("%v", rep)
+			if len(rep.violations) == 0 {
+				t.Errorf("planted bug %s went undetected", pc.bug)
+			} else {
+				t.Logf("detected: %s", rep.violations[0])
+			}
+		})
+	}
+}
