@@ -1,6 +1,10 @@
 package lockstate
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/fenced/fenced/internal/plant"
+)
 
 func (s *State) openSession(e Entry, now int64) Result {
 	if _, ok := s.sessions[e.Session]; ok {
@@ -58,6 +62,9 @@ func (s *State) endSession(ss *session) {
 		return
 	}
 	for _, name := range sortedKeys(r.waiting) {
+		if plant.On(plant.WaiterSession) {
+			break // the planted bug: the session's waits stay queued
+		}
 		l := s.locks[name]
 		for _, w := range slices.Clone(l.queue) {
 			if w.session == ss.id {

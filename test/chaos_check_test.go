@@ -295,7 +295,7 @@ func checkTokens(ops []histOp) []string {
 		// Sweep: best is the highest-token grant that returned before the
 		// current one was called.
 		var best *histOp
-		j := 0
+		j, n, first := 0, 0, ""
 		for i := range gs {
 			g := gs[i]
 			for ; j < len(byReturn) && byReturn[j].Return < g.Call; j++ {
@@ -304,9 +304,14 @@ func checkTokens(ops []histOp) []string {
 				}
 			}
 			if best != nil && g.Token <= best.Token && !(g.Session == best.Session && g.Token == best.Token) {
-				bad = append(bad, fmt.Sprintf("lock %s: token %d (session %.6s) granted after token %d (session %.6s) had returned",
-					lock, g.Token, g.Session, best.Token, best.Session))
+				if n++; n == 1 {
+					first = fmt.Sprintf("token %d (session %.6s) granted after token %d (session %.6s) had returned",
+						g.Token, g.Session, best.Token, best.Session)
+				}
 			}
+		}
+		if n > 0 {
+			bad = append(bad, fmt.Sprintf("lock %s: %d grants with a token not above an earlier one; first: %s", lock, n, first))
 		}
 	}
 	sort.Strings(bad)

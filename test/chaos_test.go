@@ -92,7 +92,7 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 	model := lockModel(newSessionBounds(ops))
 	var lin []string
 	for lock, pops := range lockOperations(ops, r.limit) {
-		res, info := porcupine.CheckOperationsVerbose(model, pops, 60*time.Second)
+		res, info := porcupine.CheckOperationsVerbose(model, pops, 45*time.Second)
 		switch res {
 		case porcupine.Illegal:
 			path := filepath.Join(chaosArtifacts(t), fmt.Sprintf("%s-%s.html", t.Name(), lock))
@@ -100,6 +100,8 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 			porcupine.VisualizePath(model, info, path)
 			lin = append(lin, fmt.Sprintf("lock %s: not linearizable (%d ops); visualisation %s", lock, len(pops), path))
 		case porcupine.Unknown:
+			// Inconclusive, and reported as a failure: a checker that cannot
+			// decide proves nothing.
 			lin = append(lin, fmt.Sprintf("lock %s: check timed out (%d ops)", lock, len(pops)))
 		}
 	}
@@ -240,10 +242,16 @@ func TestChaosPlanted(t *testing.T) {
 			}
 			rep := runChaos(t, r, chaosSeed(t))
 			t.Logf("%v", rep)
-			if len(rep.violations) == 0 {
-				t.Errorf("planted bug %s went undetected", pc.bug)
+			var definite []string
+			for _, v := range rep.violations {
+				if !strings.Contains(v, "timed out") {
+					definite = append(definite, v)
+				}
+			}
+			if len(definite) == 0 {
+				t.Errorf("planted bug %s went undetected: %v", pc.bug, rep.violations)
 			} else {
-				t.Logf("detected: %s", rep.violations[0])
+				t.Logf("detected: %s", strings.Join(definite, "; "))
 			}
 		})
 	}

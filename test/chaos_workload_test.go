@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,7 +72,11 @@ func (w *workload) call(ctx context.Context, cc *chaosConn, op histOp, timeout t
 	op.Call = w.h.now()
 	op.Outcome = outFail
 	var v resp.Value
-	for attempt := 0; attempt < 4 && ctx.Err() == nil; attempt++ {
+	attempts := 4
+	if !slices.Contains(args, "REQ") {
+		attempts = 1 // without a REQ a retry could act twice
+	}
+	for attempt := 0; attempt < attempts && ctx.Err() == nil; attempt++ {
 		var o outcome
 		v, o = cc.do(ctx, cc.pick(), timeout, args...)
 		if o == outOK {
@@ -109,7 +114,15 @@ func (w *workload) run(ctx context.Context, id int, seed uint64) {
 		sess = ""
 	}
 	defer endSession()
-	req := func() string { seq++; return fmt.Sprintf("c%d.%d", id, seq) }
+	// Half the requests carry a REQ id: those are retried while their
+	// outcome is unknown; the others are sent once.
+	withReq := func(args ...string) []string {
+		if rng.IntN(2) == 0 {
+			return args
+		}
+		seq++
+		return append(args, "REQ", fmt.Sprintf("c%d.%d", id, seq))
+	}
 	for ctx.Err() == nil {
 		if sess == "" {
 			ttl := strconv.FormatInt(w.ttl.Milliseconds(), 10)
@@ -139,7 +152,7 @@ func (w *workload) run(ctx context.Context, id int, seed uint64) {
 		}
 		var token int64
 		for i := 0; i < holds; i++ {
-			args := []string{"FLOCK", lock, sess, "WAIT", "1000", "REQ", req()}
+			args := withReq("FLOCK", lock, sess, "WAIT", "1000")
 			if w.limit > 0 {
 				args = append(args, "LIMIT", strconv.FormatInt(w.limit, 10))
 			}
@@ -154,7 +167,7 @@ func (w *workload) run(ctx context.Context, id int, seed uint64) {
 				break
 			}
 			token = op.Token
-			if rng.Float64() < w.dupRate {
+			if slices.Contains(args, "REQ") && rng.Float64() < w.dupRate {
 				// A retransmission of the same request: the same answer,
 				// no second hold.
 				if v2, o := cc.do(ctx, cc.pick(), time.Second, args...); o == outOK && (v2.IsError() || v2.Integer() != token) {
@@ -168,7 +181,7 @@ func (w *workload) run(ctx context.Context, id int, seed uint64) {
 		w.critical(ctx, id, lock, token, &paused)
 		for i := 0; i < holds && sess != ""; i++ {
 			v, op := w.call(ctx, cc, histOp{Client: id, Kind: "release", Lock: lock, Session: sess, Token: token}, 3*time.Second,
-				"FUNLOCK", lock, sess, "FENCE", strconv.FormatInt(token, 10), "REQ", req())
+				withReq("FUNLOCK", lock, sess, "FENCE", strconv.FormatInt(token, 10))...)
 			op.Count = v.Integer()
 			w.h.add(op)
 			if op.Err == "NOSESSION" {
