@@ -3,8 +3,9 @@ GO        ?= go
 BIN       ?= bin/fenced
 FUZZTIME  ?= 30s
 PKGS      := ./...
+SHELL     := bash
 
-.PHONY: help build run cluster test fuzz lint bench clean
+.PHONY: help build run cluster test chaos fuzz lint bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -21,6 +22,9 @@ cluster: build ## run a local 3-node cluster on 127.0.0.1:6379-6381 with data in
 test: ## vet, then every unit, integration and fuzz-seed test with -race
 	$(GO) vet $(PKGS)
 	$(GO) test -race -timeout 15m $(PKGS)
+
+chaos: ## the long fault-test profile: 3 seeds x 200 s of faults per workload, then the planted bugs (about 25 min)
+	set -o pipefail; FENCED_CHAOS=long $(GO) test -count=1 -timeout 60m -v -run 'TestChaos' ./test | tee chaos-report.txt | grep -E '^\s+(seed|ops|faults|fenced store|checkers|detected|chaos_test)|^(---|ok|FAIL)|--- '
 
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 	@set -e; for t in \
@@ -41,4 +45,4 @@ bench: build ## start a node and measure FLOCK+FUNLOCK cycles/s and latency for 
 	$(GO) run ./bench --bin $(BIN) --contended --json bench-results.json
 
 clean: ## remove build output
-	rm -rf bin bench-results.json
+	rm -rf bin bench-results.json chaos-report.txt

@@ -212,6 +212,13 @@ func (nm *nemesis) inject(ctx context.Context, f string, every time.Duration) {
 		cc.net.partition([]string{nameOf(n)}, others(n))
 		nm.sleep(ctx, every)
 		cc.net.heal()
+	case "deaf-leader":
+		// The leader's entries reach the followers, which commit them,
+		// but their answers never come back: it steps down not knowing.
+		n := target()
+		cc.net.deafen(nameOf(n))
+		nm.sleep(ctx, every)
+		cc.net.heal()
 	case "bridge":
 		p := nm.rng.Perm(len(cc.names))
 		cc.net.bridge(cc.names[p[0]], cc.names[p[1]], cc.names[p[2]])
@@ -273,6 +280,10 @@ type chaosReport struct {
 	seed       uint64
 	ops        string
 	faults     map[string]int
+	elections  int
+	gapP50     time.Duration // unavailability windows (no success anywhere for >= 200 ms)
+	gapMax     time.Duration
+	gaps       int
 	fenced     [2]int // anomalies, rejected
 	control    int    // anomalies
 	dedup      int64
@@ -286,6 +297,6 @@ func (r chaosReport) String() string {
 		faults = append(faults, f+"="+strconv.Itoa(n))
 	}
 	slices.Sort(faults)
-	return fmt.Sprintf("seed %d\n  ops: %s\n  faults: %v\n  fenced store: %d anomalies, %d stale tokens refused; control store: %d anomalies; resent REQs answered differently: %d\n  checkers: %v",
-		r.seed, r.ops, faults, r.fenced[0], r.fenced[1], r.control, r.dedup, r.verdicts)
+	return fmt.Sprintf("seed %d\n  ops: %s\n  faults: %v; elections: %d; unavailable windows: %d, p50 %v, max %v\n  fenced store: %d anomalies, %d stale tokens refused; control store: %d anomalies; resent REQs answered differently: %d\n  checkers: %v",
+		r.seed, r.ops, faults, r.elections, r.gaps, r.gapP50.Round(time.Millisecond), r.gapMax.Round(time.Millisecond), r.fenced[0], r.fenced[1], r.control, r.dedup, r.verdicts)
 }

@@ -21,6 +21,7 @@ type chaosNet struct {
 
 	mu      sync.Mutex
 	blocked map[[2]string]bool // (from, to) node names
+	deaf    map[string]bool    // nodes that hear no answers on the connections they make
 	links   map[*chaosLink]struct{}
 	proxies []*chaosProxy
 
@@ -36,11 +37,12 @@ type chaosProxy struct {
 type chaosLink struct {
 	from, to string
 	a, b     net.Conn
-	holed    atomic.Bool
+	holed    atomic.Bool // nothing passes either way
+	deaf     atomic.Bool // requests pass, answers do not
 }
 
 func newChaosNet(t testing.TB) *chaosNet {
-	n := &chaosNet{t: t, names: make(map[string]string), blocked: make(map[[2]string]bool), links: make(map[*chaosLink]struct{})}
+	n := &chaosNet{t: t, names: make(map[string]string), blocked: make(map[[2]string]bool), deaf: make(map[string]bool), links: make(map[*chaosLink]struct{})}
 	t.Cleanup(n.close)
 	return n
 }
@@ -82,6 +84,7 @@ func (n *chaosNet) serve(l *chaosLink, target string) {
 	n.mu.Lock()
 	n.links[l] = struct{}{}
 	cut := n.cutLocked(l.from, l.to)
+	l.deaf.Store(n.deaf[l.from])
 	n.mu.Unlock()
 	defer func() {
 		n.mu.Lock()
@@ -106,11 +109,11 @@ func (n *chaosNet) serve(l *chaosLink, target string) {
 	l.b = b
 	n.mu.Unlock()
 	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
+	pipe := func(dst, src net.Conn, answers bool) {
 		buf := make([]byte, 32<<10)
 		for {
 			k, err := src.Read(buf)
-			if k > 0 && !l.holed.Load() {
+			if k > 0 && !l.holed.Load() && !(answers && l.deaf.Load()) {
 				if _, werr := dst.Write(buf[:k]); werr != nil {
 					break
 				}
@@ -121,8 +124,8 @@ func (n *chaosNet) serve(l *chaosLink, target string) {
 		}
 		done <- struct{}{}
 	}
-	go pipe(b, l.a)
-	go pipe(l.a, b)
+	go pipe(b, l.a, false)
+	go pipe(l.a, b, true)
 	<-done
 }
 
@@ -161,6 +164,20 @@ func (n *chaosNet) bridge(a, via, b string) {
 	_ = via
 }
 
+// deafen drops, from now on, every answer to the connections node makes:
+// its requests (Raft's AppendEntries, when it leads) still arrive and are
+// acted on, but it never learns the outcome.
+func (n *chaosNet) deafen(node string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.deaf[node] = true
+	for l := range n.links {
+		if l.from == node {
+			l.deaf.Store(true)
+		}
+	}
+}
+
 // applyLocked black-holes the open links the rules now cut.
 func (n *chaosNet) applyLocked() {
 	for l := range n.links {
@@ -175,8 +192,9 @@ func (n *chaosNet) heal() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	clear(n.blocked)
+	clear(n.deaf)
 	for l := range n.links {
-		if l.holed.Load() {
+		if l.holed.Load() || l.deaf.Load() {
 			l.a.Close()
 			if l.b != nil {
 				l.b.Close()
