@@ -286,7 +286,7 @@ func TestChaosPlanted(t *testing.T) {
 				var rep chaosReport
 				ok := t.Run(fmt.Sprintf("run%d", attempt), func(t *testing.T) {
 					r := chaosRun{
-						opts: chaosOpts{nodes: 3, plant: pc.bug, offsets: []time.Duration{0, time.Minute, -time.Minute}},
+						opts:    chaosOpts{nodes: 3, plant: pc.bug, offsets: []time.Duration{0, time.Minute, -time.Minute}},
 						clients: 6, locks: 2, ttl: 1500 * time.Millisecond,
 						duration: 15 * time.Second, every: pc.every, faults: pc.faults,
 					}
