@@ -16,10 +16,10 @@ import (
 // the connection stays open, so Raft times out instead of seeing a reset.
 // Heal closes the black-holed connections; the nodes dial again.
 type chaosNet struct {
-	t     testing.TB
-	names map[string]string // source IP -> node name
+	t testing.TB
 
 	mu      sync.Mutex
+	names   map[string]string  // source IP -> node name
 	blocked map[[2]string]bool // (from, to) node names
 	deaf    map[string]bool    // nodes that hear no answers on the connections they make
 	links   map[*chaosLink]struct{}
@@ -48,7 +48,11 @@ func newChaosNet(t testing.TB) *chaosNet {
 }
 
 // addNode records that connections from ip come from node name.
-func (n *chaosNet) addNode(name, ip string) { n.names[ip] = name }
+func (n *chaosNet) addNode(name, ip string) {
+	n.mu.Lock()
+	n.names[ip] = name
+	n.mu.Unlock()
+}
 
 // proxy listens on a free port of 127.0.0.1 and forwards to target, the
 // real address of node to. It returns the proxy's address.
@@ -72,7 +76,9 @@ func (n *chaosNet) accept(p *chaosProxy) {
 			return
 		}
 		ip, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+		n.mu.Lock()
 		from := n.names[ip]
+		n.mu.Unlock()
 		if from == "" {
 			from = "client"
 		}

@@ -160,8 +160,17 @@ func (w *workload) run(ctx context.Context, id int, seed uint64) {
 			op.Null, op.Token = v.Kind() == resp.KindNull, v.Integer()
 			w.h.add(op)
 			if op.Outcome != outOK || op.Err != "" || op.Null {
-				if op.Err == "NOSESSION" {
+				switch op.Err {
+				case "NOSESSION":
 					endSession()
+				case "LIMIT":
+					// Holds left over from releases whose outcome was unknown:
+					// give one back, or this client only ever hits the limit.
+					if v, o := cc.do(ctx, cc.pick(), time.Second, "FENCE", lock, sess); o == outOK && v.Kind() == resp.KindInt {
+						token, holds = v.Integer(), i+1
+						i = holds // leave the loop holding one more to release
+						continue
+					}
 				}
 				holds = i
 				break
