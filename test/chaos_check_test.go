@@ -278,12 +278,13 @@ func lockOperations(ops []histOp, limit int64) map[string][]porcupine.Operation 
 	return byLock
 }
 
-// checkTokens: for two grants of one lock to different sessions, the one
-// that was called after the other returned has the larger token.
+// checkTokens: for two grants of one lock to different sessions (or SET NX
+// acquisitions, whose token the token script read), the one that was called
+// after the other returned has the larger token.
 func checkTokens(ops []histOp) []string {
 	byLock := make(map[string][]histOp)
 	for _, op := range ops {
-		if op.Kind == "acquire" && op.Outcome == outOK && op.Err == "" && !op.Null {
+		if (op.Kind == "acquire" || op.Kind == "token") && op.Outcome == outOK && op.Err == "" && !op.Null {
 			byLock[op.Lock] = append(byLock[op.Lock], op)
 		}
 	}

@@ -125,7 +125,10 @@ type nemesis struct {
 	h      *history
 	rng    *rand.Rand
 	faults []string
+	first  []string // injected before the random ones, in this order
 	ttl    time.Duration
+
+	replaced int // nodes replaced so far, for their new ids
 
 	mu     sync.Mutex
 	counts map[string]int
@@ -148,6 +151,9 @@ func (nm *nemesis) run(ctx context.Context, every time.Duration) {
 			break
 		}
 		f := nm.faults[nm.rng.IntN(len(nm.faults))]
+		if len(nm.first) > 0 {
+			f, nm.first = nm.first[0], nm.first[1:]
+		}
 		nm.inject(ctx, f, every)
 		nm.count(f)
 	}
@@ -234,7 +240,60 @@ func (nm *nemesis) inject(ctx context.Context, f string, every time.Duration) {
 		}
 	case "kill-session":
 		nm.killSession(ctx)
+	case "replace-node":
+		nm.replaceNode(ctx)
+		nm.sleep(ctx, every/2)
 	}
+}
+
+// replaceNode is a membership change under load, as an operator replaces a
+// machine: a follower is removed from the cluster, killed and its data
+// wiped, and it comes back under a new id, joining through the leader. It
+// starts as a non-voter and catches up, by snapshot once the leader's log
+// was compacted, until the leader promotes it. It keeps its addresses and
+// its place in the chaosNet, so later faults can cut it off.
+func (nm *nemesis) replaceNode(ctx context.Context) {
+	cc := nm.cc
+	l := cc.leaderNow()
+	if l == nil {
+		return
+	}
+	var cands []int
+	for i, n := range cc.nodes {
+		if n != l && n.alive() && !n.paused() {
+			cands = append(cands, i)
+		}
+	}
+	if len(cands) == 0 {
+		return
+	}
+	i := cands[nm.rng.IntN(len(cands))]
+	n := cc.nodes[i]
+	nm.replaced++
+	id := fmt.Sprintf("%sr%d", cc.names[i], nm.replaced)
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_, err := do(rctx, l.client(cc.t), "RAFT.REMOVE", cc.ids[i])
+	cancel()
+	if err != nil {
+		return // refused or unknown: the node stays a member as it was
+	}
+	n.kill()
+	if err := os.RemoveAll(n.dataDir); err != nil {
+		cc.t.Errorf("wiping %s: %v", n.dataDir, err)
+	}
+	setFlag(&n.args, "--id", id)
+	setFlag(&n.args, "--join", l.addr)
+	cc.ids[i] = id
+	n.startNoWait()
+}
+
+// setFlag sets a flag's value in args, appending it if absent.
+func setFlag(args *[]string, flag, value string) {
+	if i := slices.Index(*args, flag); i >= 0 && i+1 < len(*args) {
+		(*args)[i+1] = value
+		return
+	}
+	*args = append(*args, flag, value)
 }
 
 // killSession ends a session some client uses, as an operator would, and
@@ -284,6 +343,7 @@ type chaosReport struct {
 	gapP50     time.Duration // unavailability windows (no success anywhere for >= 200 ms)
 	gapMax     time.Duration
 	gaps       int
+	snapshots  int    // snapshots installed on nodes that lagged or joined
 	fenced     [2]int // anomalies, rejected
 	control    int    // anomalies
 	dedup      int64
@@ -297,6 +357,6 @@ func (r chaosReport) String() string {
 		faults = append(faults, f+"="+strconv.Itoa(n))
 	}
 	slices.Sort(faults)
-	return fmt.Sprintf("seed %d\n  ops: %s\n  faults: %v; elections: %d; unavailable windows: %d, p50 %v, max %v\n  fenced store: %d anomalies, %d stale tokens refused; control store: %d anomalies; resent REQs answered differently: %d\n  checkers: %v",
-		r.seed, r.ops, faults, r.elections, r.gaps, r.gapP50.Round(time.Millisecond), r.gapMax.Round(time.Millisecond), r.fenced[0], r.fenced[1], r.control, r.dedup, r.verdicts)
+	return fmt.Sprintf("seed %d\n  ops: %s\n  faults: %v; elections: %d; unavailable windows: %d, p50 %v, max %v; snapshots installed: %d\n  fenced store: %d anomalies, %d stale tokens refused; control store: %d anomalies; resent REQs answered differently: %d\n  checkers: %v",
+		r.seed, r.ops, faults, r.elections, r.gaps, r.gapP50.Round(time.Millisecond), r.gapMax.Round(time.Millisecond), r.snapshots, r.fenced[0], r.fenced[1], r.control, r.dedup, r.verdicts)
 }

@@ -24,9 +24,11 @@ type chaosRun struct {
 	locks    int
 	ttl      time.Duration
 	limit    int64
+	keys     bool          // the SET NX PX workload instead of FLOCK
 	duration time.Duration // of faults; a quiet second half follows
 	every    time.Duration // between faults
 	faults   []string
+	first    []string // faults injected first, before the random ones
 }
 
 // chaosSeed is SEED from the environment, or a fresh one; the tests print
@@ -60,10 +62,17 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 	var wg sync.WaitGroup
 	for i := range r.clients {
 		wg.Add(1)
-		go func() { defer wg.Done(); w.run(ctx, i, seed) }()
+		go func() {
+			defer wg.Done()
+			if r.keys {
+				w.runKeys(ctx, i, seed)
+			} else {
+				w.run(ctx, i, seed)
+			}
+		}()
 	}
 	term0 := maxTerm(cc)
-	nm := &nemesis{cc: cc, w: w, h: h, rng: newRand(seed, 99), faults: r.faults, ttl: r.ttl, counts: make(map[string]int)}
+	nm := &nemesis{cc: cc, w: w, h: h, rng: newRand(seed, 99), faults: r.faults, first: r.first, ttl: r.ttl, counts: make(map[string]int)}
 	nctx, ncancel := context.WithTimeout(ctx, r.duration)
 	nm.run(nctx, r.every)
 	ncancel()
@@ -92,10 +101,13 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 		rep.violations = append(rep.violations, problems...)
 	}
 
-	// Linearizability of each lock, with the session bounds.
-	model := lockModel(newSessionBounds(ops))
+	// Linearizability of each lock, with the session (or key TTL) bounds.
+	model, byLock := lockModel(newSessionBounds(ops)), lockOperations(ops, r.limit)
+	if r.keys {
+		model, byLock = keyLockModel(newKeyBounds(ops)), keyOperations(ops)
+	}
 	var lin []string
-	for lock, pops := range lockOperations(ops, r.limit) {
+	for lock, pops := range byLock {
 		res, info := porcupine.CheckOperationsVerbose(model, pops, 45*time.Second)
 		switch res {
 		case porcupine.Illegal:
@@ -129,6 +141,9 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 		}
 	}
 	verdict("no crash", crashes)
+	for _, n := range cc.nodes {
+		rep.snapshots += strings.Count(n.stderr(), "installed a snapshot")
+	}
 	if len(rep.violations) > 0 {
 		writeHistory(t, ops)
 	}
@@ -227,12 +242,12 @@ func writeHistory(t *testing.T, ops []histOp) {
 }
 
 var allFaults = []string{"kill-leader", "kill-random", "pause-leader", "isolate-leader", "isolate-random",
-	"deaf-leader", "bridge", "pause-client", "transfer", "kill-session", "kill-all"}
+	"deaf-leader", "bridge", "pause-client", "transfer", "kill-session", "kill-all", "replace-node"}
 
 // TestChaos is the short profile (make test): the real fenced through
-// every fault, with and without reentrancy, some nodes' clocks off by a
-// minute either way, small snapshots so that a node cut off for a while
-// catches up by snapshot. Every checker must pass; the control counter
+// every fault, with and without reentrancy and on the redsync path (SET NX
+// PX), some nodes' clocks off by a minute either way, small snapshots so
+// that a node cut off for a while, or replaced, catches up by snapshot. Every checker must pass; the control counter
 // shows what the faults do to an unfenced store. FENCED_CHAOS=long (make
 // chaos) is the long profile: three seeds of 200 s of faults per variant.
 func TestChaos(t *testing.T) {
@@ -240,20 +255,34 @@ func TestChaos(t *testing.T) {
 	if os.Getenv("FENCED_CHAOS") == "long" {
 		runs, d = 3, 200*time.Second
 	}
+	// The control store must lose increments somewhere, or the faults did
+	// not bite; every run starts with a paused client to make sure.
+	control := 0
+	defer func() {
+		if !t.Failed() && control == 0 {
+			t.Error("the unfenced control store lost no increment in any run: the faults did not bite")
+		}
+	}()
 	for _, v := range []struct {
 		name  string
 		limit int64
-	}{{"mutex", 0}, {"reentrant", 2}} {
+		keys  bool
+	}{{"mutex", 0, false}, {"reentrant", 2, false}, {"setnx", 0, true}} {
 		for i := range runs {
 			t.Run(fmt.Sprintf("%s/%d", v.name, i), func(t *testing.T) {
 				r := chaosRun{
 					opts: chaosOpts{nodes: 3, offsets: []time.Duration{0, time.Minute, -time.Minute},
 						extra: []string{"--snapshot-threshold", "300", "--trailing-logs", "50"}},
-					clients: 6, locks: 3, ttl: 1500 * time.Millisecond, limit: v.limit,
-					duration: d, every: 3 * time.Second, faults: allFaults,
+					clients: 6, locks: 3, ttl: 1500 * time.Millisecond, limit: v.limit, keys: v.keys,
+					duration: d, every: 3 * time.Second, faults: allFaults, first: []string{"pause-client"},
+				}
+				if v.keys {
+					// SET NX locks have no session to kill.
+					r.faults = slices.DeleteFunc(slices.Clone(allFaults), func(f string) bool { return f == "kill-session" })
 				}
 				rep := runChaos(t, r, chaosSeed(t))
 				t.Logf("%v", rep)
+				control += rep.control
 				for _, p := range rep.violations {
 					t.Error(p)
 				}

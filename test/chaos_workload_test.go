@@ -73,8 +73,8 @@ func (w *workload) call(ctx context.Context, cc *chaosConn, op histOp, timeout t
 	op.Outcome = outFail
 	var v resp.Value
 	attempts := 4
-	if !slices.Contains(args, "REQ") {
-		attempts = 1 // without a REQ a retry could act twice
+	if !slices.Contains(args, "REQ") && op.Kind != "fence" && op.Kind != "token" {
+		attempts = 1 // without a REQ a retry could act twice; reads can't
 	}
 	for attempt := 0; attempt < attempts && ctx.Err() == nil; attempt++ {
 		var o outcome
