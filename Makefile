@@ -41,8 +41,8 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 
-bench: build ## start a node and measure FLOCK+FUNLOCK cycles/s and latency for 1, 16 and 64 clients
-	$(GO) run ./bench --bin $(BIN) --contended --json bench-results.json
+bench: build ## fenced (1 and 3 nodes) side by side with redis-server and etcd: tables, bench-results.json and .svg (about 8 min)
+	$(GO) run ./bench --bin $(BIN) --json bench-results.json $(BENCHFLAGS)
 
 clean: ## remove build output
-	rm -rf bin bench-results.json chaos-report.txt
+	rm -rf bin bench-results.json bench-results.svg chaos-report.txt

@@ -1,6 +1,9 @@
-// Command bench measures fenced's lock throughput and latency over RESP
-// (SPEC section 10): uncontended FLOCK+FUNLOCK cycles and, with --contended,
-// 16 clients queueing on one lock with WAIT.
+// Command bench is the side-by-side comparison of SPEC section 10 (issue
+// 6): it starts fenced (1 node and 3 nodes), redis-server (no persistence
+// and appendfsync always) and a 3-member etcd on loopback, measures the same
+// lock workloads on each in one run, and prints markdown tables with the
+// ratios of fenced to each peer, the SPEC targets met or missed, a JSON file
+// and an SVG plot.
 package main
 
 import (
@@ -10,7 +13,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -22,48 +27,169 @@ func main() {
 	}
 }
 
-func run() error {
-	addr := flag.String("addr", "", "use this running server instead of starting a node")
-	bin := flag.String("bin", "", "fenced binary to start (default: go build ./cmd/fenced)")
-	clientsSpec := flag.String("clients", "1,16,64", "client counts for the uncontended workload")
-	duration := flag.Duration("duration", 5*time.Second, "measured time per step")
-	warmup := flag.Duration("warmup", time.Second, "unmeasured time before each step's window")
-	jsonPath := flag.String("json", "", "also write the results as JSON to this file")
-	contended := flag.Bool("contended", false, "also run 16 clients on one lock with FLOCK ... WAIT")
-	waitMs := flag.Int("wait-ms", 10000, "WAIT for the contended workload, ms")
+// config is every flag, parsed and checked.
+type config struct {
+	bin       string
+	redisBin  string
+	etcdBin   string
+	targets   []string
+	workloads []string
+	clients   []int
+	warmup    time.Duration
+	duration  time.Duration
+	waitMs    int
+	rate      int64
+	openPool  int
+	fencedVia string
+	hb        heartbeatSpec
+	kills     int
+	settle    time.Duration
+	scale     scaleSpec
+	jsonPath  string
+	svgPath   string
+}
+
+// knownTargets and knownWorkloads are the values --targets and
+// --workloads accept, in the order they run.
+func knownTargets() []string { return []string{"fenced-1", "fenced-3", "redis", "redis-aof", "etcd-3"} }
+func knownWorkloads() []string {
+	return []string{"uncontended", "contended", "openloop", "heartbeat", "failover", "scale"}
+}
+
+func parseConfig() (config, error) {
+	var c config
+	var targets, workloads, clients string
+	flag.StringVar(&c.bin, "bin", "", "fenced binary (default: go build ./cmd/fenced of this module)")
+	flag.StringVar(&c.redisBin, "redis-bin", "", "redis-server binary (default: PATH, then /usr/bin/redis-server; missing = skipped)")
+	flag.StringVar(&c.etcdBin, "etcd-bin", "", "etcd binary (default: PATH, then /usr/bin/etcd; missing = skipped)")
+	flag.StringVar(&targets, "targets", strings.Join(knownTargets(), ","), "targets to start and measure")
+	flag.StringVar(&workloads, "workloads", strings.Join(knownWorkloads(), ","), "workloads to run")
+	flag.StringVar(&clients, "clients", "1,16,64", "client counts of the uncontended workload")
+	flag.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured time before each step's window")
+	flag.DurationVar(&c.duration, "duration", 10*time.Second, "measured window of each uncontended, contended and open-loop step")
+	flag.IntVar(&c.waitMs, "wait-ms", 10000, "FLOCK ... WAIT of the contended workload, ms (also etcd's Lock timeout)")
+	flag.Int64Var(&c.rate, "rate", 5000, "offered acquisitions/s of the open-loop workload")
+	flag.IntVar(&c.openPool, "openloop-workers", 64, "workers (each its own lock and connection) of the open-loop workload")
+	flag.StringVar(&c.fencedVia, "fenced-via", "all", "fenced-3 clients connect to: all (worker i to node i mod 3, as etcd's clients spread) or leader")
+	flag.IntVar(&c.hb.sessions, "heartbeat-sessions", 10000, "sessions of the heartbeat workload")
+	flag.IntVar(&c.hb.conns, "heartbeat-conns", 4, "connections the heartbeats are pipelined over, spread over the nodes")
+	flag.DurationVar(&c.hb.interval, "heartbeat-interval", 3*time.Second, "each session's heartbeat interval")
+	flag.DurationVar(&c.hb.window, "heartbeat-window", 10*time.Second, "CPU measuring window, idle and heartbeating")
+	flag.IntVar(&c.kills, "kills", 3, "leader kills of the failover workload")
+	flag.DurationVar(&c.settle, "failover-settle", 2*time.Second, "load before each leader kill")
+	flag.IntVar(&c.scale.keys, "keys", 1000000, "keys of the scale workload")
+	flag.IntVar(&c.scale.sessions, "sessions", 100000, "sessions of the scale workload")
+	flag.StringVar(&c.jsonPath, "json", "", "write all results as JSON to this file")
+	flag.StringVar(&c.svgPath, "svg", "", "write the plot to this file (default: next to --json, .svg)")
 	flag.Parse()
-	clients, err := parseClients(*clientsSpec)
+	var err error
+	if c.targets, err = parseList(targets, knownTargets(), "--targets"); err != nil {
+		return c, err
+	}
+	if c.workloads, err = parseList(workloads, knownWorkloads(), "--workloads"); err != nil {
+		return c, err
+	}
+	if c.clients, err = parseClients(clients); err != nil {
+		return c, err
+	}
+	c.hb.ttl = 10 * time.Second
+	switch {
+	case c.duration <= 0 || c.warmup < 0 || c.waitMs <= 0:
+		return c, errors.New("need --duration > 0, --warmup >= 0, --wait-ms > 0")
+	case c.rate <= 0 || c.openPool <= 0:
+		return c, errors.New("need --rate > 0 and --openloop-workers > 0")
+	case c.fencedVia != "all" && c.fencedVia != "leader":
+		return c, errors.New("--fenced-via is all or leader")
+	case c.hb.sessions <= 0 || c.hb.conns <= 0 || c.hb.interval <= 0 || c.hb.window <= 0 || c.hb.interval >= c.hb.ttl:
+		return c, fmt.Errorf("need --heartbeat-sessions > 0 and 0 < --heartbeat-interval < the sessions' TTL (%v)", c.hb.ttl)
+	case c.kills < 0 || c.scale.keys < 0 || c.scale.sessions < 0:
+		return c, errors.New("need --kills, --keys, --sessions >= 0")
+	}
+	if c.svgPath == "" && c.jsonPath != "" {
+		c.svgPath = strings.TrimSuffix(c.jsonPath, ".json") + ".svg"
+	}
+	return c, nil
+}
+
+// parseList parses a comma-separated subset of known, keeping known's order.
+func parseList(spec string, known []string, name string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(spec, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if !slices.Contains(known, f) {
+			return nil, fmt.Errorf("%s: unknown %q (known: %s)", name, f, strings.Join(known, ","))
+		}
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b string) int { return slices.Index(known, a) - slices.Index(known, b) })
+	return slices.Compact(out), nil
+}
+
+func (c config) settings() map[string]any {
+	return map[string]any{
+		"warmup": c.warmup.String(), "duration": c.duration.String(), "clients": c.clients,
+		"wait_ms": c.waitMs, "rate": c.rate, "openloop_workers": c.openPool, "fenced_via": c.fencedVia,
+		"heartbeat_sessions": c.hb.sessions, "heartbeat_conns": c.hb.conns, "heartbeat_interval": c.hb.interval.String(), "heartbeat_window": c.hb.window.String(),
+		"kills": c.kills, "keys": c.scale.keys, "sessions": c.scale.sessions,
+	}
+}
+
+func run() error {
+	cfg, err := parseConfig()
 	if err != nil {
 		return err
 	}
-	if *duration <= 0 || *warmup < 0 || *waitMs <= 0 {
-		return errors.New("need --duration > 0, --warmup >= 0, --wait-ms > 0")
-	}
-	// Ctrl-C must still stop the node and kill the sessions.
+	// Ctrl-C cancels ctx: every step returns, and the deferred stops end
+	// every server before the partial report is printed.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	t, err := startTarget(ctx, *addr, *bin)
+	tmp, err := os.MkdirTemp("", "fenced-bench-")
 	if err != nil {
-		return fmt.Errorf("server not available: %w", err)
+		return err
 	}
-	defer t.stop()
-	runID := strconv.FormatInt(time.Now().UnixNano(), 36) // lock names unique per run
-	rep := report{Machine: machineInfo(), Target: t.desc, Duration: duration.String(), Warmup: warmup.String()}
-	rep.Results = runUncontended(ctx, t.addr, runID, clients, *warmup, *duration)
-	if *contended && ctx.Err() == nil {
-		rep.Results = append(rep.Results, runContended(ctx, t.addr, runID, *waitMs, *warmup, *duration))
-	}
-	rep.markdown(os.Stdout)
-	if *jsonPath != "" {
-		if err := rep.writeJSON(*jsonPath); err != nil {
+	defer os.RemoveAll(tmp)
+	if cfg.bin == "" {
+		progress("building ./cmd/fenced")
+		if cfg.bin, err = buildFenced(ctx, tmp); err != nil {
 			return err
 		}
 	}
-	if !rep.succeeded() {
-		return errors.New("no FLOCK+FUNLOCK cycle succeeded")
+	b := &bench{cfg: cfg, tmp: tmp, runID: strconv.FormatInt(time.Now().UnixNano(), 36),
+		rep: &report{Machine: machineInfo(), Settings: cfg.settings()}}
+	b.runAll(ctx)
+	rep := b.rep
+	rep.Checks = specChecks(rep, cfg.rate, cfg.scale, cfg.hb)
+	rep.markdown(os.Stdout)
+	if cfg.jsonPath != "" {
+		if err := rep.writeJSON(cfg.jsonPath); err != nil {
+			return err
+		}
+	}
+	if cfg.svgPath != "" {
+		if err := rep.writeSVGFile(cfg.svgPath); err != nil {
+			return err
+		}
 	}
 	if ctx.Err() != nil {
-		return errors.New("interrupted; the figures above cover only the time measured")
+		return errors.New("interrupted; the figures above cover only what was measured")
+	}
+	var failed []string
+	for _, t := range rep.Targets {
+		if t.Failed != "" {
+			failed = append(failed, t.Name)
+		}
+	}
+	if len(failed) > 0 || len(rep.Errors) > 0 {
+		return fmt.Errorf("not every target or workload ran (failed to start: %v; workload errors: %d)", failed, len(rep.Errors))
 	}
 	return nil
+}
+
+// progress tells the person watching what the tool is doing; the report
+// itself goes to stdout.
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench %s: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }

@@ -2,35 +2,27 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
-
-// sessionTTL is long enough that no session expires during a step even if a
-// worker stalls; every FLOCK/FUNLOCK renews it anyway.
-const sessionTTL = 30000
-
-// opTimeout bounds one non-waiting command; a hung server shows up as an error.
-const opTimeout = 5 * time.Second
 
 // contendedClients is fixed by SPEC section 10 (P4: 16 clients, one lock).
 const contendedClients = 16
 
-// step describes one measured run of one workload.
-type step struct {
-	addr      string
-	workload  string // "uncontended" or "contended"
-	clients   int
-	waitMs    int // > 0: FLOCK ... WAIT waitMs on one shared lock
-	run       string
-	warmup    time.Duration
-	measure   time.Duration
-	startedAt time.Time // set when workers start; window = [startedAt+warmup, +measure)
+// closedSpec is one closed-loop step: each worker acquires, releases and
+// goes again at once, so throughput is what the target sustains.
+type closedSpec struct {
+	workload string // "uncontended" or "contended"
+	clients  int
+	shared   bool   // every worker on one lock (contended)
+	key      string // lock-name prefix, unique per step so steps never meet
+	warmup   time.Duration
+	measure  time.Duration
 }
 
 // errTally counts errors and keeps the earliest one's text, so nothing is
@@ -57,113 +49,123 @@ func (e *errTally) merge(o errTally) {
 	e.n += o.n
 }
 
-// worker is one client's private tally; workers share nothing while running.
+// worker is one client's private tally; workers share nothing in the hot
+// loop except, when contended, the exclusion check below.
 type worker struct {
-	session string
-	lock    string
-	lat     Recorder
-	cycles  int64
-	errs    errTally
+	l      locker
+	lat    Recorder
+	cycles int64
+	errs   errTally
 }
 
-// runUncontended runs one step per client count.
-func runUncontended(ctx context.Context, addr, run string, clients []int, warmup, measure time.Duration) []stepResult {
-	var out []stepResult
-	for _, n := range clients {
-		if ctx.Err() != nil {
-			break // interrupted: report what was measured
+// exclusion checks, while contended, that no two workers hold the lock at
+// once and that fencing tokens increase in grant order: a benchmark of a
+// lock that does not exclude would be measuring nothing.
+type exclusion struct {
+	holders     atomic.Int32
+	lastToken   atomic.Int64
+	violations  atomic.Int64
+	regressions atomic.Int64
+}
+
+func (x *exclusion) enter(tok int64) {
+	if x.holders.Add(1) != 1 {
+		x.violations.Add(1)
+	}
+	// Tokens are compared only while held, so the swaps happen in grant order.
+	if tok > 0 {
+		if prev := x.lastToken.Swap(tok); tok <= prev {
+			x.regressions.Add(1)
 		}
-		out = append(out, runStep(ctx, &step{addr: addr, workload: "uncontended", clients: n,
-			run: fmt.Sprintf("%s-%d", run, n), warmup: warmup, measure: measure}))
+	}
+}
+
+func (x *exclusion) leave() { x.holders.Add(-1) }
+
+// openLockers makes one locker per worker; a worker whose setup failed is
+// left out and the failure counted.
+func openLockers(ctx context.Context, n int, key func(i int) string, newLocker lockerFactory, errs *errTally) []locker {
+	var out []locker
+	for i := range n {
+		l, err := newLocker(ctx, i, key(i))
+		if err != nil {
+			errs.add("setup: %v", err)
+			continue
+		}
+		out = append(out, l)
 	}
 	return out
 }
 
-// runContended runs the 16-clients-one-lock WAIT step.
-func runContended(ctx context.Context, addr, run string, waitMs int, warmup, measure time.Duration) stepResult {
-	return runStep(ctx, &step{addr: addr, workload: "contended WAIT", clients: contendedClients,
-		waitMs: waitMs, run: run + "-contended", warmup: warmup, measure: measure})
+func closeLockers(ls []locker, errs *errTally) {
+	for _, l := range ls {
+		if err := l.Close(); err != nil {
+			errs.add("close: %v", err)
+		}
+	}
 }
 
-func runStep(ctx context.Context, s *step) stepResult {
-	// A waiting FLOCK may legitimately block for waitMs, so the read timeout
-	// must outlast it or go-redis would cut the wait short.
-	rdb := newClient(s.addr, s.clients, opTimeout+time.Duration(s.waitMs)*time.Millisecond)
-	defer rdb.Close()
+// runClosed runs one closed-loop step and summarises it.
+func runClosed(ctx context.Context, s closedSpec, newLocker lockerFactory) stepResult {
 	var setup errTally
-	workers := make([]*worker, 0, s.clients)
-	for i := range s.clients {
-		lock := fmt.Sprintf("bench:%s:%d", s.run, i)
-		if s.waitMs > 0 {
-			lock = fmt.Sprintf("bench:%s:shared", s.run)
-		}
-		id, err := rdb.Do(ctx, "SESSION.OPEN", "TTL", sessionTTL, "NAME", fmt.Sprintf("bench-%s-%d", s.run, i)).Text()
-		if err != nil {
-			setup.add("SESSION.OPEN: %v", err)
-			continue
-		}
-		workers = append(workers, &worker{session: id, lock: lock})
+	key := func(i int) string { return fmt.Sprintf("%s:%d", s.key, i) }
+	if s.shared {
+		key = func(int) string { return s.key + ":shared" }
 	}
-	s.startedAt = time.Now()
+	lockers := openLockers(ctx, s.clients, key, newLocker, &setup)
+	workers := make([]*worker, len(lockers))
+	var x exclusion
+	start := time.Now()
+	from, to := start.Add(s.warmup), start.Add(s.warmup+s.measure)
 	var wg sync.WaitGroup
-	for _, w := range workers {
-		wg.Go(func() { w.loop(ctx, rdb, s) })
+	for i, l := range lockers {
+		workers[i] = &worker{l: l}
+		w := workers[i]
+		wg.Go(func() { w.loop(ctx, from, to, s.shared, &x) })
 	}
 	wg.Wait()
 	// The window is shorter than asked only if the run was interrupted.
-	from := s.startedAt.Add(s.warmup)
 	window := min(time.Since(from), s.measure)
-	killSessions(rdb, workers, &setup)
-	return summarize(s, workers, setup, window)
+	closeLockers(lockers, &setup)
+	r := summarize(s, workers, setup, window)
+	r.ExclusionViolations, r.TokenRegressions = x.violations.Load(), x.regressions.Load()
+	return r
 }
 
-func (w *worker) loop(ctx context.Context, rdb *redis.Client, s *step) {
-	from := s.startedAt.Add(s.warmup)
-	to := from.Add(s.measure)
-	flock := []any{"FLOCK", w.lock, w.session}
-	if s.waitMs > 0 {
-		flock = append(flock, "WAIT", s.waitMs)
-	}
-	unlock := []any{"FUNLOCK", w.lock, w.session}
+func (w *worker) loop(ctx context.Context, from, to time.Time, shared bool, x *exclusion) {
 	for ctx.Err() == nil && time.Now().Before(to) {
 		t0 := time.Now()
-		tok, err := rdb.Do(ctx, flock...).Int64()
+		tok, err := w.l.Acquire(ctx)
 		t1 := time.Now()
 		switch {
 		case ctx.Err() != nil:
 			return // interrupted by the user, not a server error
-		case isRedisNil(err) && s.waitMs > 0:
+		case errors.Is(err, errNotGranted) && shared:
 			// A timed-out wait is a failure, not a grant: counted as an
 			// error and kept out of the wait percentiles.
-			w.errs.add("FLOCK WAIT %d timed out (null reply)", s.waitMs)
-			continue
-		case isRedisNil(err):
-			w.errs.add("FLOCK returned null on a lock only this client uses")
-			pause()
+			w.errs.add("acquire: the wait timed out")
 			continue
 		case err != nil:
-			w.errs.add("FLOCK: %v", err)
+			w.errs.add("acquire: %v", err)
 			pause()
 			continue
-		case tok <= 0:
-			w.errs.add("FLOCK: token %d, want > 0", tok)
 		}
-		// A cycle belongs to the window its FLOCK completed in, so acquire
-		// samples and cycles count the same operations.
+		if shared {
+			x.enter(tok)
+			x.leave() // zero hold time; the check is that enter saw no other holder
+		}
+		// A cycle belongs to the window its acquire completed in, so
+		// latency samples and cycles count the same operations.
 		inWindow := !t1.Before(from) && t1.Before(to)
-		if inWindow {
-			w.lat.Record(t1.Sub(t0))
-		}
-		left, err := rdb.Do(ctx, unlock...).Int64()
+		err = w.l.Release(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			w.errs.add("FUNLOCK: %v", err)
+			w.errs.add("release: %v", err)
 			pause()
-		case left != 0:
-			w.errs.add("FUNLOCK: remaining hold count %d, want 0", left)
 		case inWindow:
+			w.lat.Record(t1.Sub(t0))
 			w.cycles++
 		}
 	}
@@ -173,61 +175,50 @@ func (w *worker) loop(ctx context.Context, rdb *redis.Client, s *step) {
 // refused connection, which would drown the figures in error counts.
 func pause() { time.Sleep(time.Millisecond) }
 
-// killSessions ends every session of the step (releasing anything still held)
-// and reports any that had already expired, since that means lost locks.
-func killSessions(rdb *redis.Client, workers []*worker, errs *errTally) {
-	// A fresh context: the sessions must go even if the run was interrupted.
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	for _, w := range workers {
-		n, err := rdb.Do(ctx, "SESSION.KILL", w.session).Int64()
-		switch {
-		case err != nil:
-			errs.add("SESSION.KILL: %v", err)
-		case n != 1:
-			errs.add("SESSION.KILL: session %s was no longer open (expired during the step)", w.session)
-		}
-	}
-}
-
-func summarize(s *step, workers []*worker, setup errTally, window time.Duration) stepResult {
+func summarize(s closedSpec, workers []*worker, setup errTally, window time.Duration) stepResult {
 	var all Recorder
 	errs := setup
 	r := stepResult{Workload: s.workload, Clients: s.clients, Seconds: max(0, window.Seconds())}
+	var grants []int64
 	for _, w := range workers {
 		all.Merge(&w.lat)
 		errs.merge(w.errs)
 		r.Cycles += w.cycles
-		r.GrantsPerClient = append(r.GrantsPerClient, w.cycles)
+		grants = append(grants, w.cycles)
 	}
-	sum := all.Summary()
-	r.Samples = sum.Count
+	r.setLatency(&all)
 	if r.Seconds > 0 {
 		r.PerSec = float64(r.Cycles) / r.Seconds
 	}
-	r.P50Ms, r.P99Ms, r.P999Ms, r.MaxMs = ms(sum.P50), ms(sum.P99), ms(sum.P999), ms(sum.Max)
 	r.Errors, r.FirstError = errs.n, errs.first
-	if s.waitMs == 0 {
-		r.GrantsPerClient = nil // per-client counts only mean something on a shared lock
-		return r
+	if !s.shared {
+		return r // per-client counts and fairness only mean something on a shared lock
 	}
-	if sum.P50 > 0 {
-		ratio := float64(sum.P99) / float64(sum.P50)
-		r.P99OverP50 = &ratio
+	r.GrantsPerClient = grants
+	if r.P50Ms > 0 {
+		r.P99OverP50 = ptr(r.P99Ms / r.P50Ms)
 	}
-	lo, hi := int64(-1), int64(0)
-	for _, g := range r.GrantsPerClient {
-		hi = max(hi, g)
-		if lo < 0 || g < lo {
-			lo = g
-		}
-	}
-	if lo > 0 && len(r.GrantsPerClient) == s.clients {
-		f := float64(hi) / float64(lo)
-		r.Fairness = &f
-	}
+	r.Fairness = fairness(grants, s.clients)
 	return r
 }
+
+// fairness is max/min grants per client; nil when undefined (a client that
+// never got the lock, or one that never started).
+func fairness(grants []int64, clients int) *float64 {
+	if len(grants) != clients || len(grants) == 0 {
+		return nil
+	}
+	lo, hi := grants[0], grants[0]
+	for _, g := range grants {
+		lo, hi = min(lo, g), max(hi, g)
+	}
+	if lo <= 0 {
+		return nil
+	}
+	return ptr(float64(hi) / float64(lo))
+}
+
+func ptr(f float64) *float64 { return &f }
 
 // parseClients parses "1,16,64".
 func parseClients(spec string) ([]int, error) {

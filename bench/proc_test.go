@@ -1,0 +1,68 @@
+package main
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+func TestParseStatCPU(t *testing.T) {
+	// The command name may hold spaces and parentheses.
+	line := "4242 (fen ced) x) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 75 0 0 20 0 9 0 100 0 0\n"
+	got, err := parseStatCPU(line)
+	if err != nil || got != 3250*time.Millisecond {
+		t.Fatalf("parseStatCPU = %v, %v; want 3.25s (325 ticks)", got, err)
+	}
+	if _, err := parseStatCPU("garbage"); err == nil {
+		t.Fatal("no error for a line without ')'")
+	}
+}
+
+func TestOwnCPUAndRSS(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	if _, err := cpuTime(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	rss, err := rssBytes(os.Getpid())
+	if err != nil || rss <= 0 {
+		t.Fatalf("rss = %d, %v", rss, err)
+	}
+}
+
+func TestParseKBField(t *testing.T) {
+	text := "Name:\tfenced\nVmPeak:\t  2000 kB\nVmRSS:\t  1536 kB\n"
+	if got, err := parseKBField(text, "VmRSS"); err != nil || got != 1536<<10 {
+		t.Fatalf("VmRSS = %d, %v", got, err)
+	}
+	if _, err := parseKBField(text, "VmSwap"); err == nil {
+		t.Fatal("missing field gave no error")
+	}
+}
+
+func TestDueCount(t *testing.T) {
+	// 3 sessions every 3 s: beats at 0, 1, 2, 3, 4 ... s.
+	cases := []struct {
+		elapsed time.Duration
+		want    int64
+	}{{-time.Second, 0}, {0, 1}, {999 * time.Millisecond, 1}, {time.Second, 2}, {3 * time.Second, 4}, {10 * time.Second, 11}}
+	for _, c := range cases {
+		if got := dueCount(c.elapsed, 3*time.Second, 3); got != c.want {
+			t.Errorf("dueCount(%v) = %d, want %d", c.elapsed, got, c.want)
+		}
+	}
+	// 10,000 sessions every 3 s: 3,333 a second.
+	if got := dueCount(3*time.Second-time.Nanosecond, 3*time.Second, 10000); got != 10000 {
+		t.Errorf("one interval covers every session once: %d", got)
+	}
+}
+
+func TestCorePct(t *testing.T) {
+	if got := corePct(1500*time.Millisecond, time.Second); got != 150 {
+		t.Fatalf("corePct = %v, want 150", got)
+	}
+	if got := corePct(time.Second, 0); got != 0 {
+		t.Fatalf("corePct over no time = %v", got)
+	}
+}

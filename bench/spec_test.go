@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestEvaluate(t *testing.T) {
+	cases := []struct {
+		v    *float64
+		op   string
+		b    float64
+		want string
+	}{
+		{ptr(10), ">=", 10, "met"},
+		{ptr(9.99), ">=", 10, "missed"},
+		{ptr(1), "<=", 1, "met"},
+		{ptr(1.01), "<=", 1, "missed"},
+		{nil, "<=", 1, "not measured"},
+	}
+	for _, c := range cases {
+		if got := evaluate(c.v, c.op, c.b); got != c.want {
+			t.Errorf("evaluate(%v %s %v) = %s, want %s", c.v, c.op, c.b, got, c.want)
+		}
+	}
+}
+
+func TestRatio(t *testing.T) {
+	if r := ratio(30, 10); r == nil || *r != 3 {
+		t.Fatalf("ratio(30, 10) = %v", r)
+	}
+	for _, pair := range [][2]float64{{0, 1}, {1, 0}, {-1, 1}} {
+		if r := ratio(pair[0], pair[1]); r != nil {
+			t.Fatalf("ratio%v = %v, want nil", pair, *r)
+		}
+	}
+}
+
+// synthetic is a report with fenced-3 and etcd-3 only: redis checks must come
+// out as not measured, never as met.
+func synthetic() *report {
+	return &report{Steps: []stepResult{
+		{Workload: "uncontended", Series: "fenced-3", Clients: 64, PerSec: 25000, Cycles: 1, Samples: 1},
+		{Workload: "uncontended", Series: "etcd-3", Clients: 64, PerSec: 2000, Cycles: 1, Samples: 1},
+		{Workload: "uncontended", Series: "fenced-3", Clients: 1, PerSec: 2000, Cycles: 1, Samples: 1, P50Ms: 0.9},
+		{Workload: "uncontended", Series: "fenced-3 redsync", Clients: 1, PerSec: 1500, Cycles: 1, Samples: 1},
+		{Workload: "contended", Series: "fenced-3", Clients: 16, PerSec: 3000, Cycles: 1, Samples: 1, P99OverP50: ptr(3.5)},
+		{Workload: "contended", Series: "etcd-3", Clients: 16, PerSec: 150, Cycles: 1, Samples: 1},
+		{Workload: "openloop", Series: "fenced-3", Clients: 64, PerSec: 4000, OfferedPerSec: 5000, Cycles: 1, Samples: 1, P99Ms: 4, P999Ms: 12},
+	}}
+}
+
+func TestSpecChecks(t *testing.T) {
+	r := synthetic()
+	checks := specChecks(r, 5000, scaleSpec{keys: 1000000, sessions: 100000}, heartbeatSpec{sessions: 10000, interval: 3 * time.Second})
+	got := map[string]check{}
+	for _, c := range checks {
+		got[c.ID+" "+c.What] = c
+	}
+	expect := map[string]struct {
+		status string
+		value  float64
+	}{
+		"P1 64 clients uncontended cycles/s, fenced-3 ÷ etcd-3":               {"met", 12.5},
+		"P1 64 clients uncontended cycles/s, fenced-3 ÷ redis-aof":            {"not measured", 0},
+		"P2 1 client acquire p50, fenced-3":                                   {"met", 0.9},
+		"P2 1 client acquire p50, fenced-1":                                   {"not measured", 0},
+		"P3 open loop acquire p99 from intended send, fenced-3":               {"met", 4},
+		"P3 open loop acquire p999 from intended send, fenced-3":              {"missed", 12},
+		"P4 16 clients one lock grants/s, fenced-3 ÷ etcd-3":                  {"met", 20},
+		"P4 16 clients one lock wait p99 ÷ p50, fenced-3":                     {"missed", 3.5},
+		"P5 1 client cycles/s, fenced-3 redsync ÷ native":                     {"missed", 0.75},
+		"P5 64 clients cycles/s, fenced-3 redsync ÷ native":                   {"not measured", 0},
+		"P6 heartbeat cost, share of the machine's CPU (heartbeating − idle)": {"not measured", 0},
+		"P7 leader killed under load, p50 time to the first FLOCK, fenced-3":  {"not measured", 0},
+	}
+	for what, e := range expect {
+		c, ok := got[what]
+		if !ok {
+			t.Errorf("no check %q", what)
+			continue
+		}
+		if c.Status != e.status || (c.Measured != nil && *c.Measured != e.value) {
+			t.Errorf("%s: status %s value %v; want %s %v", what, c.Status, c.Measured, e.status, e.value)
+		}
+	}
+	// The open loop fell short of the offered rate: the P3 lines say so.
+	if c := got["P3 open loop acquire p99 from intended send, fenced-3"]; !strings.Contains(c.Note, "achieved only 4000/s") {
+		t.Errorf("P3 note %q", c.Note)
+	}
+	if n := len(checks); n != 16 {
+		t.Errorf("%d checks, want 16 (P1 2, P2 2, P3 2, P4 3, P5 one per client count (2), P6, P7, P8 3)", n)
+	}
+}
+
+func TestComparisonTableRatios(t *testing.T) {
+	r := synthetic()
+	var buf bytes.Buffer
+	r.comparison(&buf, "uncontended", uncontendedMetrics([]int{64}))
+	out := buf.String()
+	if !strings.Contains(out, "| metric | fenced-3 | fenced-3 redsync | etcd-3 | fenced-3 ÷ etcd-3 |") {
+		t.Fatalf("header:\n%s", out)
+	}
+	if !strings.Contains(out, "| 64 clients: cycles/s | 25000 | – | 2000 | 12.5 |") {
+		t.Fatalf("ratio row:\n%s", out)
+	}
+	// Counts are never divided.
+	if !strings.Contains(out, "| 64 clients: errors | 0 | – | 0 |  |") {
+		t.Fatalf("errors row:\n%s", out)
+	}
+}
+
+func TestSig3(t *testing.T) {
+	for v, want := range map[float64]string{1187.6: "1188", 0.955: "0.955", 12.34: "12.3", 100: "100"} {
+		if got := sig3(v); got != want {
+			t.Errorf("sig3(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
