@@ -23,7 +23,7 @@ test: ## vet, then every unit, integration and fuzz-seed test with -race
 	$(GO) vet $(PKGS)
 	$(GO) test -race -timeout 15m $(PKGS)
 
-chaos: ## the long fault-test profile: 3 seeds x 200 s of faults per workload, then the planted bugs (about 40 min)
+chaos: ## the long fault-test profile: 3 seeds x 200 s of faults per workload, then the planted bugs (about 35 min)
 	set -o pipefail; FENCED_CHAOS=long $(GO) test -count=1 -timeout 80m -v -run 'TestChaos' ./test | tee chaos-report.txt | grep -E '^\s+(seed|ops|faults|fenced store|checkers|detected|chaos_test)|^(---|ok|FAIL)|--- '
 
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
