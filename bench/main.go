@@ -70,7 +70,7 @@ func parseConfig() (config, error) {
 	flag.IntVar(&c.waitMs, "wait-ms", 10000, "FLOCK ... WAIT of the contended workload, ms (also etcd's Lock timeout)")
 	flag.Int64Var(&c.rate, "rate", 5000, "offered acquisitions/s of the open-loop workload")
 	flag.IntVar(&c.openPool, "openloop-workers", 64, "workers (each its own lock and connection) of the open-loop workload")
-	flag.StringVar(&c.fencedVia, "fenced-via", "all", "fenced-3 clients connect to: all (worker i to node i mod 3, as etcd's clients spread) or leader")
+	flag.StringVar(&c.fencedVia, "fenced-via", "leader", "fenced-3 clients connect to: leader (as Redis clients to their one server), or all (worker i to node i mod 3, as etcd's clients spread; followers forward)")
 	flag.IntVar(&c.hb.sessions, "heartbeat-sessions", 10000, "sessions of the heartbeat workload")
 	flag.IntVar(&c.hb.conns, "heartbeat-conns", 4, "connections the heartbeats are pipelined over, spread over the nodes")
 	flag.DurationVar(&c.hb.interval, "heartbeat-interval", 3*time.Second, "each session's heartbeat interval")

@@ -108,7 +108,13 @@ func runHeartbeat(ctx context.Context, c *fencedCluster, s heartbeatSpec) (heart
 	if r.IdleCorePct, err = serverCPU(ctx, c.pids(), s.window); err != nil {
 		return r, err
 	}
-	addrs := c.addrs()
+	// At the leader: it pipelines a connection's heartbeats into shared
+	// commits, where a follower forwards them one at a time.
+	leader, err := c.waitLeader(ctx)
+	if err != nil {
+		return r, err
+	}
+	addrs := []string{leader.addr}
 	conns := make([]*redis.Client, s.conns)
 	for i := range conns {
 		// A heartbeat answered after the TTL is useless, but until then a

@@ -309,11 +309,28 @@ func (n *Node) notReady() error {
 // Propose stamps e with the cluster time, commits it through Raft and
 // returns its result once applied on this node.
 func (n *Node) Propose(ctx context.Context, e lockstate.Entry) (lockstate.Result, error) {
+	wait, err := n.Enqueue(e)
+	if err != nil {
+		return lockstate.Result{}, err
+	}
+	return wait()
+}
+
+// Enqueue is the first half of Propose: it stamps e and hands it to Raft,
+// and returns the second half, which waits for the result. Entries enqueued
+// one after another are committed in that order, so a connection can
+// pipeline its writes: they share commits instead of waiting for one each.
+func (n *Node) Enqueue(e lockstate.Entry) (wait func() (lockstate.Result, error), err error) {
 	if !n.CanPropose() {
-		return lockstate.Result{}, n.notReady()
+		return nil, n.notReady()
 	}
 	e.Time = n.cfg.Clock.Now()
 	f := n.raft.Apply(e.Encode(nil), n.cfg.ApplyTimeout)
+	return func() (lockstate.Result, error) { return n.result(f) }, nil
+}
+
+// result waits for a proposal and classifies its failure.
+func (n *Node) result(f raft.ApplyFuture) (lockstate.Result, error) {
 	if err := f.Error(); err != nil {
 		switch {
 		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):

@@ -36,8 +36,10 @@ type Conn struct {
 	unflushed  atomic.Bool // replies are buffered, waiting for the end of a pipeline
 	flushTimer *time.Timer // executor only: flushes them if a command takes long
 
-	wmu sync.Mutex // wmu serialises writes: replies from the executor, Push from anyone
+	wmu sync.Mutex // wmu serialises writes: replies from the executor or the replier, Push from anyone
 	w   *Writer
+
+	laterState // replies not ready yet (later.go)
 
 	mu         sync.Mutex // mu guards the fields below
 	name       string
@@ -204,6 +206,7 @@ func (c *Conn) serve() {
 			break
 		}
 	}
+	c.stopReplier()
 	c.closeConn(linger)
 	if f := c.srv.OnClose; f != nil {
 		func() {
@@ -317,6 +320,12 @@ func (c *Conn) enqueue(it item, maxBytes int) bool {
 // if not, whether to close gently (linger) so the client gets the last
 // reply.
 func (c *Conn) exec(it item) (keep, linger bool) {
+	if c.owed.Load() > 0 && !c.runsAhead(it) {
+		c.awaitReplies()
+	}
+	if c.failed.Load() {
+		return false, false
+	}
 	var v Value
 	if it.err != nil {
 		v = Error("ERR " + it.err.Error())
@@ -341,16 +350,17 @@ func (c *Conn) exec(it item) (keep, linger bool) {
 		}
 	}
 	last := it.err != nil || c.closeAfter.Load() || c.srv.inShutdown.Load()
-	err := c.writeReply(v, last || len(c.queue) == 0)
-
-	c.mu.Lock()
-	c.pending--
-	c.queued -= argsSize(it.args)
-	c.mu.Unlock()
-	select {
-	case c.finished <- struct{}{}:
-	default:
+	if !last && (v.kind == KindLater || c.owed.Load() > 0) {
+		c.handOff(v, argsSize(it.args))
+		return true, false
 	}
+	// Written here, after every reply owed.
+	c.awaitReplies()
+	if v.kind == KindLater {
+		v = c.resolve(v)
+	}
+	err := c.writeReply(v, last || len(c.queue) == 0)
+	c.commandDone(argsSize(it.args))
 	if !last && err == nil && c.srv.inShutdown.Load() {
 		// Shutdown began while this command ran and saw it busy: it relies
 		// on this executor to close the connection.
@@ -366,6 +376,18 @@ func (c *Conn) exec(it item) (keep, linger bool) {
 		return false, false
 	}
 	return !last, true
+}
+
+// commandDone counts a command answered: its reply is written (or buffered).
+func (c *Conn) commandDone(size int) {
+	c.mu.Lock()
+	c.pending--
+	c.queued -= size
+	c.mu.Unlock()
+	select {
+	case c.finished <- struct{}{}:
+	default:
+	}
 }
 
 // call runs the handler, turning a panic into ok == false.

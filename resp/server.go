@@ -29,6 +29,17 @@ type Handler interface {
 	ServeRESP(c *Conn, args [][]byte) Value
 }
 
+// A Pipeliner is a Handler that lets some commands start while replies to
+// earlier commands of the connection are still pending (Later): before
+// handing a command to ServeRESP behind such replies, the connection asks
+// RunsAhead; if it says no, the connection first waits until every earlier
+// reply is written, so that the command sees the effects of all the
+// commands before it. A Handler that is not a Pipeliner never runs ahead.
+// RunsAhead is called on the connection's executor, like ServeRESP.
+type Pipeliner interface {
+	RunsAhead(c *Conn, args [][]byte) bool
+}
+
 // HandlerFunc adapts a function to a Handler.
 type HandlerFunc func(c *Conn, args [][]byte) Value
 

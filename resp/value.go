@@ -30,6 +30,9 @@ const (
 	// (SUBSCRIBE's confirmations, which must precede any message): nothing
 	// more is written. Valid only as the top-level Value.
 	KindPushed
+	// KindLater is a reply that is not ready yet: see Later. Valid only as
+	// the top-level Value a Handler returns.
+	KindLater
 )
 
 func (k Kind) String() string {
@@ -64,6 +67,8 @@ func (k Kind) String() string {
 		return "push"
 	case KindPushed:
 		return "pushed"
+	case KindLater:
+		return "later"
 	}
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -79,6 +84,7 @@ type Value struct {
 	str   string  // SimpleString, Error, a bulk from a string, Verbatim ("fmt:text")
 	bytes []byte  // Bulk
 	elems []Value // Array, Set, Push; Map as alternating keys and values
+	later func() Value
 }
 
 // SimpleString returns a status reply such as "OK". CR and LF are written as
@@ -151,6 +157,13 @@ func Push(vs ...Value) Value { return Value{kind: KindPush, elems: vs} }
 
 // Pushed is the reply of a handler that wrote its reply with Conn.Push.
 func Pushed() Value { return Value{kind: KindPushed} }
+
+// Later is the reply of a handler that has started its command and lets the
+// connection go on to the next one meanwhile (see Pipeliner): wait blocks
+// until the reply is ready and returns it; it must not return a Later. The
+// connection writes replies in command order, so a Later holds back the
+// replies after it and never reorders them.
+func Later(wait func() Value) Value { return Value{kind: KindLater, later: wait} }
 
 // Kind returns the kind of v.
 func (v Value) Kind() Kind { return v.kind }

@@ -24,14 +24,12 @@ func (s *Server) execWrite(c *resp.Conn, args [][]byte) resp.Value {
 	if bad.Kind != reply.Invalid {
 		return toRESP(bad)
 	}
-	res, err := s.submit(c.Context(), lockstate.Entry{Op: lockstate.OpExec, Args: strs})
-	if err != nil {
-		return errorReply(err)
-	}
-	if res.Err != nil {
-		return errorReply(res.Err)
-	}
-	return toRESP(res.Reply)
+	return s.proposeAhead(c, lockstate.Entry{Op: lockstate.OpExec, Args: strs}, func(res lockstate.Result) resp.Value {
+		if res.Err != nil {
+			return errorReply(res.Err)
+		}
+		return toRESP(res.Reply)
+	})
 }
 
 func (s *Server) execRead(c *resp.Conn, args [][]byte) resp.Value {

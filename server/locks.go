@@ -19,7 +19,7 @@ func (s *Server) flock(c *resp.Conn, args [][]byte) resp.Value {
 	e := lockstate.Entry{Op: lockstate.OpFlock, Lock: r.Lock, Session: r.Session, Owner: r.Owner, Wait: r.Wait, Limit: r.Limit, Req: r.Req}
 	if r.Wait == commands.NoWait {
 		e.Wait = lockstate.NoWait
-		return s.propose(c.Context(), e)
+		return s.proposeAhead(c, e, resultReply)
 	}
 	// Register before proposing: the grant may be applied before Propose
 	// returns.
@@ -69,7 +69,7 @@ func (s *Server) funlock(c *resp.Conn, args [][]byte) resp.Value {
 	if err != nil {
 		return errorReply(err)
 	}
-	return s.propose(c.Context(), lockstate.Entry{Op: lockstate.OpFunlock, Lock: r.Lock, Session: r.Session, Owner: r.Owner, Fence: r.Fence, Req: r.Req})
+	return s.proposeAhead(c, lockstate.Entry{Op: lockstate.OpFunlock, Lock: r.Lock, Session: r.Session, Owner: r.Owner, Fence: r.Fence, Req: r.Req}, resultReply)
 }
 
 func (s *Server) forceUnlock(c *resp.Conn, args [][]byte) resp.Value {
@@ -77,7 +77,7 @@ func (s *Server) forceUnlock(c *resp.Conn, args [][]byte) resp.Value {
 	if err != nil {
 		return errorReply(err)
 	}
-	return s.propose(c.Context(), lockstate.Entry{Op: lockstate.OpForceUnlock, Lock: r.Lock, Fence: r.Token})
+	return s.proposeAhead(c, lockstate.Entry{Op: lockstate.OpForceUnlock, Lock: r.Lock, Fence: r.Token}, resultReply)
 }
 
 func (s *Server) fence(c *resp.Conn, args [][]byte) resp.Value {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 )
 
@@ -44,6 +45,13 @@ func (s *Server) serveMetrics() (*http.Server, error) {
 		fmt.Fprintf(w, "# TYPE fenced_raft_applied_index gauge\nfenced_raft_applied_index %d\n", st.Applied)
 		fmt.Fprintf(w, "# TYPE fenced_raft_commit_index gauge\nfenced_raft_commit_index %d\n", st.CommitIndex)
 	})
+	// Profiles, for finding what bounds throughput: only on loopback, since
+	// a profile costs CPU and tells what the process holds.
+	if host, _, _ := net.SplitHostPort(s.cfg.Metrics); host == "localhost" || net.ParseIP(host).IsLoopback() {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	hs := &http.Server{Handler: mux}
 	go hs.Serve(ln)
 	return hs, nil

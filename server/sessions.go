@@ -27,18 +27,18 @@ func (s *Server) sessionOpen(c *resp.Conn, args [][]byte) resp.Value {
 	// draws randomness, and one client cannot guess another's session.
 	var id [16]byte
 	rand.Read(id[:])
-	return s.propose(c.Context(), lockstate.Entry{
+	return s.proposeAhead(c, lockstate.Entry{
 		Op: lockstate.OpSessionOpen, Session: hex.EncodeToString(id[:]), TTL: ttl, Name: r.Name,
 		Created: s.wallNow().UnixMilli(),
-	})
+	}, resultReply)
 }
 
 func (s *Server) sessionHeartbeat(c *resp.Conn, args [][]byte) resp.Value {
-	return s.propose(c.Context(), lockstate.Entry{Op: lockstate.OpSessionHeartbeat, Session: string(args[1])})
+	return s.proposeAhead(c, lockstate.Entry{Op: lockstate.OpSessionHeartbeat, Session: string(args[1])}, resultReply)
 }
 
 func (s *Server) sessionKill(c *resp.Conn, args [][]byte) resp.Value {
-	return s.propose(c.Context(), lockstate.Entry{Op: lockstate.OpSessionKill, Session: string(args[1])})
+	return s.proposeAhead(c, lockstate.Entry{Op: lockstate.OpSessionKill, Session: string(args[1])}, resultReply)
 }
 
 func (s *Server) sessionInfo(c *resp.Conn, args [][]byte) resp.Value {

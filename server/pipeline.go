@@ -1,0 +1,66 @@
+package server
+
+import (
+	"bytes"
+
+	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/lockstate"
+	"github.com/fenced/fenced/resp"
+)
+
+// Pipelined writes. A client that pipelines writes (heartbeats of many
+// sessions, a batch of SETs) would otherwise wait for one commit per
+// command, because a connection's commands run one after another. On the
+// leader such a write is instead handed to Raft and answered with a
+// resp.Later, and the connection goes on to the next command: writes
+// proposed one after another are committed in that order, in shared
+// batches. Any other command waits until the replies before it are written,
+// so it still sees their effects.
+
+// RunsAhead implements resp.Pipeliner: a write whose handler answers with
+// proposeAhead may start before earlier replies are ready, when this node
+// leads and the connection is a client's in its normal mode.
+func (s *Server) RunsAhead(c *resp.Conn, args [][]byte) bool {
+	spec, ok := s.table.Lookup(args[0])
+	if !ok || !spec.CheckArity(len(args)) || !spec.Has(commands.Write) {
+		return false
+	}
+	switch spec.Name {
+	case "session.open", "session.heartbeat", "session.kill", "funlock", "lock.forceunlock":
+	case "flock":
+		for _, a := range args[3:] {
+			if bytes.EqualFold(a, []byte("WAIT")) {
+				return false // a wait is answered by this node's waits table, in order
+			}
+		}
+	default:
+		if !lockstate.IsExecWrite(spec.Name) {
+			return false
+		}
+	}
+	return linkOf(c) == "" && s.pubsub.subscribed(c) == 0 && s.settled.Load() && s.node.CanPropose()
+}
+
+// proposeAhead commits e and answers reply(result): on the leader with a
+// resp.Later, so that the connection's next write may join the same commit;
+// elsewhere through the leader, as propose does.
+func (s *Server) proposeAhead(c *resp.Conn, e lockstate.Entry, reply func(lockstate.Result) resp.Value) resp.Value {
+	if addr, err := s.leaderAddr(); err == nil && addr == "" {
+		if wait, err := s.node.Enqueue(e); err == nil {
+			return resp.Later(func() resp.Value {
+				res, err := wait()
+				return answer(res, err, reply)
+			})
+		}
+	}
+	res, err := s.submit(c.Context(), e)
+	return answer(res, err, reply)
+}
+
+// answer turns a proposal's outcome into a reply.
+func answer(res lockstate.Result, err error, reply func(lockstate.Result) resp.Value) resp.Value {
+	if err != nil {
+		return errorReply(err)
+	}
+	return reply(res)
+}

@@ -1,0 +1,75 @@
+package test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestLeaderPipelinedWrites: on the leader, consecutive pipelined writes
+// start before the earlier ones have committed (they share commits); their
+// replies still come in order, and a read after them sees every one.
+func TestLeaderPipelinedWrites(t *testing.T) {
+	n := startNode(t, nodeOpts{})
+	cl := n.soloClient(t)
+	s := openSession(t, cl, 10000, "pipe")
+	const rounds, run = 10, 20
+	pipe := cl.Pipeline()
+	type step struct {
+		cmd  *redis.Cmd
+		want string
+	}
+	var steps []step
+	add := func(want string, args ...any) { steps = append(steps, step{pipe.Do(tctx(t), args...), want}) }
+	holds := 0
+	for r := range rounds {
+		for i := range run {
+			k := fmt.Sprintf("k%d", i)
+			v := fmt.Sprintf("%d.%d", r, i)
+			add("OK", "SET", k, v)
+			add("", "FLOCK", "p", s) // token checked below
+			holds++
+			add("10000", "SESSION.HEARTBEAT", s)
+		}
+		// Reads wait for the writes before them.
+		for i := range run {
+			add(fmt.Sprintf("%d.%d", r, i), "GET", fmt.Sprintf("k%d", i))
+		}
+		add(fmt.Sprint(holds), "LOCK.INFO", "p")
+	}
+	for i := range holds {
+		add(fmt.Sprint(holds-1-i), "FUNLOCK", "p", s)
+	}
+	if _, err := pipe.Exec(tctx(t)); err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+	var token int64
+	for i, st := range steps {
+		args := st.cmd.Args()
+		switch args[0] {
+		case "FLOCK":
+			tok, err := st.cmd.Int64()
+			if err != nil || tok <= 0 || token != 0 && tok != token {
+				t.Fatalf("step %d %v = %d %v, want the one reentrant token %d", i, args, tok, err, token)
+			}
+			token = tok
+		case "LOCK.INFO":
+			li, err := parseLockInfo(st.cmd.Val())
+			if err != nil || fmt.Sprint(li.Count) != st.want {
+				t.Fatalf("step %d LOCK.INFO = %+v %v, want count %s", i, li, err, st.want)
+			}
+		default:
+			got, err := st.cmd.Text()
+			if err != nil {
+				got = fmt.Sprint(st.cmd.Val())
+			}
+			if got != st.want {
+				t.Fatalf("step %d %v = %q %v, want %q (replies out of order or a read ran ahead)", i, args, got, err, st.want)
+			}
+		}
+	}
+	if v, err := cl.Do(tctx(t), "FENCE", "p").Result(); err != redis.Nil {
+		t.Fatalf("after releasing every hold FENCE p = %v %v, want null", v, err)
+	}
+}
