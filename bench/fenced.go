@@ -25,20 +25,22 @@ const probeKey = "bench:probe"
 // fencedNode is one fenced process with fixed ports and data directory, so
 // a killed node comes back as the same member.
 type fencedNode struct {
-	id   string
-	addr string // client address
-	dir  string
-	proc *proc
+	id      string
+	addr    string // client address
+	metrics string // --metrics address (pprof), "" when not profiling
+	dir     string
+	proc    *proc
 }
 
 // fencedCluster is 1 or more fenced nodes started by the tool: the first
 // bootstraps (fenced's default on an empty data directory without --join),
 // the others join it.
 type fencedCluster struct {
-	name  string // "fenced-1", "fenced-3"
-	bin   string
-	tmp   string
-	nodes []*fencedNode
+	name    string // "fenced-1", "fenced-3"
+	bin     string
+	tmp     string
+	metrics bool // nodes serve /debug/pprof
+	nodes   []*fencedNode
 }
 
 // buildFenced compiles ./cmd/fenced of the module the tool runs in, so the
@@ -60,12 +62,13 @@ func buildFenced(ctx context.Context, dir string) (string, error) {
 
 // startFenced starts a cluster of size nodes in a fresh directory under
 // tmp and returns once all are voters and every node serves reads.
-func startFenced(ctx context.Context, bin, tmp, name string, size int) (*fencedCluster, error) {
+// With metrics, every node also serves /debug/pprof (--pprof).
+func startFenced(ctx context.Context, bin, tmp, name string, size int, metrics bool) (*fencedCluster, error) {
 	dir, err := os.MkdirTemp(tmp, name+"-")
 	if err != nil {
 		return nil, err
 	}
-	c := &fencedCluster{name: name, bin: bin, tmp: dir}
+	c := &fencedCluster{name: name, bin: bin, tmp: dir, metrics: metrics}
 	for range size {
 		join := ""
 		if len(c.nodes) > 0 {
@@ -86,13 +89,17 @@ func startFenced(ctx context.Context, bin, tmp, name string, size int) (*fencedC
 // addNode starts node n<k+1>, joining through join unless it is "", and
 // waits until it serves reads.
 func (c *fencedCluster) addNode(ctx context.Context, join string) (*fencedNode, error) {
-	ports, err := freePorts(2)
+	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
 	}
 	id := fmt.Sprintf("n%d", len(c.nodes)+1)
 	n := &fencedNode{id: id, addr: ports[0], dir: filepath.Join(c.tmp, id)}
 	args := []string{"--id", id, "--listen", ports[0], "--raft-addr", ports[1], "--data", n.dir}
+	if c.metrics {
+		n.metrics = ports[2]
+		args = append(args, "--metrics", n.metrics)
+	}
 	if join != "" {
 		args = append(args, "--join", join)
 	}

@@ -47,6 +47,7 @@ type config struct {
 	scale     scaleSpec
 	jsonPath  string
 	svgPath   string
+	pprofDir  string
 }
 
 // knownTargets and knownWorkloads are the values --targets and
@@ -81,6 +82,7 @@ func parseConfig() (config, error) {
 	flag.IntVar(&c.scale.sessions, "sessions", 100000, "sessions of the scale workload")
 	flag.StringVar(&c.jsonPath, "json", "", "write all results as JSON to this file")
 	flag.StringVar(&c.svgPath, "svg", "", "write the plot to this file (default: next to --json, .svg)")
+	flag.StringVar(&c.pprofDir, "pprof", "", "write a CPU profile of every fenced node for each measured window of workloads a-c into this directory")
 	flag.Parse()
 	var err error
 	if c.targets, err = parseList(targets, knownTargets(), "--targets"); err != nil {

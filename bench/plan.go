@@ -121,17 +121,19 @@ func (b *bench) runTarget(ctx context.Context, t string) {
 	}
 	progress("%s: starting", t)
 	var paths []lockPath
+	var nodes []*fencedNode // profiled with --pprof
 	wait := time.Duration(b.cfg.waitMs) * time.Millisecond
 	switch t {
 	case "fenced-1", "fenced-3":
 		size := map[string]int{"fenced-1": 1, "fenced-3": 3}[t]
-		c, err := startFenced(ctx, b.cfg.bin, b.tmp, t, size)
+		c, err := startFenced(ctx, b.cfg.bin, b.tmp, t, size, b.cfg.pprofDir != "")
 		if err != nil {
 			status.Failed = err.Error()
 			b.fail("%s: %v", t, err)
 			return
 		}
 		defer c.stop()
+		nodes = c.nodes
 		addrs := c.addrs()
 		if b.cfg.fencedVia == "leader" {
 			l, err := c.waitLeader(ctx)
@@ -169,11 +171,11 @@ func (b *bench) runTarget(ctx context.Context, t string) {
 		eps := c.endpoints()
 		paths = []lockPath{{series: t, path: "mutex", solo: etcdMutex(eps, opTimeout), queue: etcdMutex(eps, opTimeout+wait), openLoop: true}}
 	}
-	b.runPaths(ctx, t, paths)
+	b.runPaths(ctx, t, paths, nodes)
 }
 
 // runPaths runs workloads a, b and c on a started target's paths.
-func (b *bench) runPaths(ctx context.Context, target string, paths []lockPath) {
+func (b *bench) runPaths(ctx context.Context, target string, paths []lockPath, nodes []*fencedNode) {
 	add := func(p lockPath, r stepResult) {
 		r.Series, r.Target, r.Path = p.series, target, p.path
 		first := ""
@@ -193,6 +195,7 @@ func (b *bench) runPaths(ctx context.Context, target string, paths []lockPath) {
 				if ctx.Err() != nil {
 					return
 				}
+				b.profileStep(ctx, nodes, fmt.Sprintf("uncontended-%s-%d", p.series, n))
 				add(p, runClosed(ctx, closedSpec{workload: "uncontended", clients: n, key: key(p, "u", n),
 					warmup: b.cfg.warmup, measure: b.cfg.duration}, p.solo))
 			}
@@ -203,6 +206,7 @@ func (b *bench) runPaths(ctx context.Context, target string, paths []lockPath) {
 			if p.queue == nil || ctx.Err() != nil {
 				continue
 			}
+			b.profileStep(ctx, nodes, "contended-"+p.series)
 			add(p, runClosed(ctx, closedSpec{workload: "contended", clients: contendedClients, shared: true,
 				key: key(p, "c", contendedClients), warmup: b.cfg.warmup, measure: b.cfg.duration}, p.queue))
 		}
@@ -212,6 +216,7 @@ func (b *bench) runPaths(ctx context.Context, target string, paths []lockPath) {
 			if !p.openLoop || ctx.Err() != nil {
 				continue
 			}
+			b.profileStep(ctx, nodes, "openloop-"+p.series)
 			add(p, runOpenLoop(ctx, openSpec{rate: b.cfg.rate, workers: b.cfg.openPool, key: key(p, "o", b.cfg.openPool),
 				warmup: b.cfg.warmup, measure: b.cfg.duration, grace: openLoopGrace}, p.solo))
 		}
@@ -220,7 +225,7 @@ func (b *bench) runPaths(ctx context.Context, target string, paths []lockPath) {
 
 func (b *bench) runHeartbeat(ctx context.Context) {
 	progress("heartbeat: starting fenced-3")
-	c, err := startFenced(ctx, b.cfg.bin, b.tmp, "fenced-3", 3)
+	c, err := startFenced(ctx, b.cfg.bin, b.tmp, "fenced-3", 3, b.cfg.pprofDir != "")
 	if err != nil {
 		b.fail("heartbeat: %v", err)
 		return
@@ -238,7 +243,7 @@ func (b *bench) runHeartbeat(ctx context.Context) {
 
 func (b *bench) runFencedFailover(ctx context.Context) {
 	progress("failover: starting fenced-3")
-	c, err := startFenced(ctx, b.cfg.bin, b.tmp, "fenced-3", 3)
+	c, err := startFenced(ctx, b.cfg.bin, b.tmp, "fenced-3", 3, b.cfg.pprofDir != "")
 	if err != nil {
 		b.fail("failover fenced-3: %v", err)
 		return
@@ -271,7 +276,7 @@ func (b *bench) runEtcdFailover(ctx context.Context) {
 
 func (b *bench) runScale(ctx context.Context) {
 	progress("scale: starting fenced-3, loading %d keys and %d sessions", b.cfg.scale.keys, b.cfg.scale.sessions)
-	c, err := startFenced(ctx, b.cfg.bin, b.tmp, "fenced-3", 3)
+	c, err := startFenced(ctx, b.cfg.bin, b.tmp, "fenced-3", 3, b.cfg.pprofDir != "")
 	if err != nil {
 		b.fail("scale: %v", err)
 		return

@@ -350,7 +350,11 @@ func (c *Conn) exec(it item) (keep, linger bool) {
 		}
 	}
 	last := it.err != nil || c.closeAfter.Load() || c.srv.inShutdown.Load()
-	if !last && (v.kind == KindLater || c.owed.Load() > 0) {
+	// A Later is handed off only when another command is waiting to run
+	// ahead of it (or replies are already owed): a client that waits for
+	// each reply gains nothing from the replier and would pay a goroutine
+	// switch per command.
+	if !last && (v.kind == KindLater && len(c.queue) > 0 || c.owed.Load() > 0) {
 		c.handOff(v, argsSize(it.args))
 		return true, false
 	}
