@@ -265,13 +265,6 @@ func checkNumber(L *lua.LState, n int, fname string) float64 {
 	return f
 }
 
-func optNumber(L *lua.LState, n int, fname string, def float64) float64 {
-	if L.Get(n) == lua.LNil {
-		return def
-	}
-	return checkNumber(L, n, fname)
-}
-
 func checkInteger(L *lua.LState, n int, fname string) int64 {
 	return toInt64(checkNumber(L, n, fname))
 }

@@ -38,9 +38,7 @@ func (w *workload) runKeys(ctx context.Context, id int, seed uint64) {
 	for ctx.Err() == nil {
 		key := w.locks[rng.IntN(len(w.locks))]
 		if rng.IntN(5) == 0 {
-			v, op := w.call(ctx, cc, histOp{Client: id, Kind: "fence", Lock: key}, time.Second, "FENCE", key)
-			op.Null, op.Token = v.Kind() == resp.KindNull, v.Integer()
-			w.h.add(op)
+			w.readFence(ctx, cc, id, key)
 			continue
 		}
 		seq++

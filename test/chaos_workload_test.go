@@ -141,9 +141,7 @@ func (w *workload) run(ctx context.Context, id int, seed uint64) {
 		}
 		lock := w.locks[rng.IntN(len(w.locks))]
 		if rng.IntN(5) == 0 {
-			v, op := w.call(ctx, cc, histOp{Client: id, Kind: "fence", Lock: lock}, time.Second, "FENCE", lock)
-			op.Null, op.Token = v.Kind() == resp.KindNull, v.Integer()
-			w.h.add(op)
+			w.readFence(ctx, cc, id, lock)
 			continue
 		}
 		holds := 1
@@ -201,6 +199,13 @@ func (w *workload) run(ctx context.Context, id int, seed uint64) {
 			}
 		}
 	}
+}
+
+// readFence records a FENCE read of lock's token.
+func (w *workload) readFence(ctx context.Context, cc *chaosConn, id int, lock string) {
+	v, op := w.call(ctx, cc, histOp{Client: id, Kind: "fence", Lock: lock}, time.Second, "FENCE", lock)
+	op.Null, op.Token = v.Kind() == resp.KindNull, v.Integer()
+	w.h.add(op)
 }
 
 // critical increments both counters of lock, read and written with token.
