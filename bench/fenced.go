@@ -39,7 +39,8 @@ type fencedCluster struct {
 	name    string // "fenced-1", "fenced-3"
 	bin     string
 	tmp     string
-	metrics bool // nodes serve /debug/pprof
+	metrics bool     // nodes serve /debug/pprof
+	extra   []string // flags of every node (--fenced-flags)
 	nodes   []*fencedNode
 }
 
@@ -63,12 +64,12 @@ func buildFenced(ctx context.Context, dir string) (string, error) {
 // startFenced starts a cluster of size nodes in a fresh directory under
 // tmp and returns once all are voters and every node serves reads.
 // With metrics, every node also serves /debug/pprof (--pprof).
-func startFenced(ctx context.Context, bin, tmp, name string, size int, metrics bool) (*fencedCluster, error) {
+func startFenced(ctx context.Context, bin, tmp, name string, size int, metrics bool, extra []string) (*fencedCluster, error) {
 	dir, err := os.MkdirTemp(tmp, name+"-")
 	if err != nil {
 		return nil, err
 	}
-	c := &fencedCluster{name: name, bin: bin, tmp: dir, metrics: metrics}
+	c := &fencedCluster{name: name, bin: bin, tmp: dir, metrics: metrics, extra: extra}
 	for range size {
 		join := ""
 		if len(c.nodes) > 0 {
@@ -100,6 +101,7 @@ func (c *fencedCluster) addNode(ctx context.Context, join string) (*fencedNode, 
 		n.metrics = ports[2]
 		args = append(args, "--metrics", n.metrics)
 	}
+	args = append(args, c.extra...)
 	if join != "" {
 		args = append(args, "--join", join)
 	}

@@ -48,6 +48,7 @@ type config struct {
 	jsonPath  string
 	svgPath   string
 	pprofDir  string
+	extra     []string // flags added to every fenced node's
 }
 
 // knownTargets and knownWorkloads are the values --targets and
@@ -82,6 +83,8 @@ func parseConfig() (config, error) {
 	flag.IntVar(&c.scale.sessions, "sessions", 100000, "sessions of the scale workload")
 	flag.StringVar(&c.jsonPath, "json", "", "write all results as JSON to this file")
 	flag.StringVar(&c.svgPath, "svg", "", "write the plot to this file (default: next to --json, .svg)")
+	var extra string
+	flag.StringVar(&extra, "fenced-flags", "", "extra flags for every fenced node, space-separated (e.g. \"--snapshot-threshold 100000\"), for what-if runs")
 	flag.StringVar(&c.pprofDir, "pprof", "", "write a CPU profile of every fenced node for each measured window of workloads a-c into this directory")
 	flag.Parse()
 	var err error
@@ -94,6 +97,7 @@ func parseConfig() (config, error) {
 	if c.clients, err = parseClients(clients); err != nil {
 		return c, err
 	}
+	c.extra = strings.Fields(extra)
 	c.hb.ttl = 10 * time.Second
 	switch {
 	case c.duration <= 0 || c.warmup < 0 || c.waitMs <= 0:
