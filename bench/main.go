@@ -49,6 +49,7 @@ type config struct {
 	svgPath   string
 	pprofDir  string
 	extra     []string // flags added to every fenced node's
+	runs      int
 }
 
 // knownTargets and knownWorkloads are the values --targets and
@@ -84,6 +85,7 @@ func parseConfig() (config, error) {
 	flag.StringVar(&c.jsonPath, "json", "", "write all results as JSON to this file")
 	flag.StringVar(&c.svgPath, "svg", "", "write the plot to this file (default: next to --json, .svg)")
 	var extra string
+	flag.IntVar(&c.runs, "runs", 1, "run everything this many times; with more than one, the SPEC targets are also given as the median of the runs")
 	flag.StringVar(&extra, "fenced-flags", "", "extra flags for every fenced node, space-separated (e.g. \"--snapshot-threshold 100000\"), for what-if runs")
 	flag.StringVar(&c.pprofDir, "pprof", "", "write a CPU profile of every fenced node for each measured window of workloads a-c into this directory")
 	flag.Parse()
@@ -108,6 +110,8 @@ func parseConfig() (config, error) {
 		return c, errors.New("--fenced-via is all or leader")
 	case c.hb.sessions <= 0 || c.hb.conns <= 0 || c.hb.interval <= 0 || c.hb.window <= 0 || c.hb.interval >= c.hb.ttl:
 		return c, fmt.Errorf("need --heartbeat-sessions > 0 and 0 < --heartbeat-interval < the sessions' TTL (%v)", c.hb.ttl)
+	case c.runs < 1:
+		return c, errors.New("need --runs >= 1")
 	case c.kills < 0 || c.scale.keys < 0 || c.scale.sessions < 0:
 		return c, errors.New("need --kills, --keys, --sessions >= 0")
 	}
@@ -139,7 +143,7 @@ func (c config) settings() map[string]any {
 		"warmup": c.warmup.String(), "duration": c.duration.String(), "clients": c.clients,
 		"wait_ms": c.waitMs, "rate": c.rate, "openloop_workers": c.openPool, "fenced_via": c.fencedVia,
 		"heartbeat_sessions": c.hb.sessions, "heartbeat_conns": c.hb.conns, "heartbeat_interval": c.hb.interval.String(), "heartbeat_window": c.hb.window.String(),
-		"kills": c.kills, "keys": c.scale.keys, "sessions": c.scale.sessions,
+		"kills": c.kills, "keys": c.scale.keys, "sessions": c.scale.sessions, "runs": c.runs, "fenced_flags": c.extra,
 	}
 }
 
@@ -163,19 +167,49 @@ func run() error {
 			return err
 		}
 	}
-	b := &bench{cfg: cfg, tmp: tmp, runID: strconv.FormatInt(time.Now().UnixNano(), 36),
-		rep: &report{Machine: machineInfo(), Settings: cfg.settings()}}
-	b.runAll(ctx)
-	rep := b.rep
-	rep.Checks = specChecks(rep, cfg.rate, cfg.scale, cfg.hb)
-	rep.markdown(os.Stdout)
+	var reps []*report
+	for i := range cfg.runs {
+		if ctx.Err() != nil {
+			break
+		}
+		if cfg.runs > 1 {
+			progress("run %d of %d", i+1, cfg.runs)
+			fmt.Printf("# Run %d of %d\n\n", i+1, cfg.runs)
+		}
+		b := &bench{cfg: cfg, tmp: tmp, runID: strconv.FormatInt(time.Now().UnixNano(), 36),
+			rep: &report{Machine: machineInfo(), Settings: cfg.settings()}}
+		b.runAll(ctx)
+		b.rep.Checks = specChecks(b.rep, cfg.rate, cfg.scale, cfg.hb)
+		b.rep.markdown(os.Stdout)
+		reps = append(reps, b.rep)
+	}
+	if len(reps) == 0 {
+		return ctx.Err()
+	}
+	var out any = reps[0]
+	if cfg.runs > 1 {
+		var all [][]check
+		for _, r := range reps {
+			all = append(all, r.Checks)
+		}
+		med := medianChecks(all)
+		fmt.Printf("\n# SPEC section 10 targets, median of %d runs\n\n", len(reps))
+		for _, c := range med {
+			fmt.Println(c.line())
+		}
+		out = struct {
+			Runs   []*report `json:"runs"`
+			Median []check   `json:"median_spec_targets"`
+		}{reps, med}
+	}
 	if cfg.jsonPath != "" {
-		if err := rep.writeJSON(cfg.jsonPath); err != nil {
+		if err := writeJSON(cfg.jsonPath, out); err != nil {
 			return err
 		}
 	}
+	// The plot shows one run, the last.
 	if cfg.svgPath != "" {
-		if err := rep.writeSVGFile(cfg.svgPath); err != nil {
+		if err := reps[len(reps)-1].writeSVGFile(cfg.svgPath); err != nil {
 			return err
 		}
 	}
@@ -183,13 +217,17 @@ func run() error {
 		return errors.New("interrupted; the figures above cover only what was measured")
 	}
 	var failed []string
-	for _, t := range rep.Targets {
-		if t.Failed != "" {
-			failed = append(failed, t.Name)
+	errs := 0
+	for _, rep := range reps {
+		for _, t := range rep.Targets {
+			if t.Failed != "" {
+				failed = append(failed, t.Name)
+			}
 		}
+		errs += len(rep.Errors)
 	}
-	if len(failed) > 0 || len(rep.Errors) > 0 {
-		return fmt.Errorf("not every target or workload ran (failed to start: %v; workload errors: %d)", failed, len(rep.Errors))
+	if len(failed) > 0 || errs > 0 {
+		return fmt.Errorf("not every target or workload ran (failed to start: %v; workload errors: %d)", failed, errs)
 	}
 	return nil
 }

@@ -541,8 +541,9 @@ func settingsLine(s map[string]any) string {
 	return strings.Join(parts, " ")
 }
 
-func (r *report) writeJSON(path string) error {
-	b, err := json.MarshalIndent(r, "", "  ")
+// writeJSON writes v (a report, or the runs and their medians) indented.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}

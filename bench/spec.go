@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 )
 
 // check is one SPEC section 10 target (P1-P8) against what this run
@@ -163,4 +165,37 @@ func sig3(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.3g", v)
+}
+
+// medianChecks is the targets over several runs of the same checks: each
+// figure is the median of the runs that measured it (SPEC section 10 asks
+// for the median of 3), with every run's figure in the note.
+func medianChecks(runs [][]check) []check {
+	if len(runs) == 0 {
+		return nil
+	}
+	out := make([]check, 0, len(runs[0]))
+	for i, c := range runs[0] {
+		var vals []float64
+		var each []string
+		for _, r := range runs {
+			if i >= len(r) || r[i].Measured == nil {
+				each = append(each, "–")
+				continue
+			}
+			vals = append(vals, *r[i].Measured)
+			each = append(each, sig3(*r[i].Measured))
+		}
+		var med *float64
+		if len(vals) > 0 {
+			slices.Sort(vals)
+			m := vals[len(vals)/2]
+			if len(vals)%2 == 0 {
+				m = (vals[len(vals)/2-1] + vals[len(vals)/2]) / 2
+			}
+			med = &m
+		}
+		out = append(out, newCheck(c.ID, c.What, med, c.Op, c.Bound, c.Unit, "runs: "+strings.Join(each, " / ")))
+	}
+	return out
 }

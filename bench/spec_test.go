@@ -119,3 +119,26 @@ func TestSig3(t *testing.T) {
 		}
 	}
 }
+
+func TestMedianChecks(t *testing.T) {
+	mk := func(v *float64) []check {
+		return []check{newCheck("P1", "x", v, ">=", 2, "×", ""), newCheck("P7", "y", nil, "<=", 2, " s", "")}
+	}
+	one, three, two := 1.0, 3.0, 2.5
+	got := medianChecks([][]check{mk(&one), mk(&three), mk(&two)})
+	if len(got) != 2 {
+		t.Fatalf("%d checks, want 2", len(got))
+	}
+	if got[0].Measured == nil || *got[0].Measured != 2.5 || got[0].Status != "met" {
+		t.Errorf("median of 1, 3, 2.5 = %+v, want 2.5 met", got[0])
+	}
+	if got[0].Note != "runs: 1 / 3 / 2.5" {
+		t.Errorf("note %q", got[0].Note)
+	}
+	if got[1].Measured != nil || got[1].Status != "not measured" {
+		t.Errorf("a check no run measured: %+v", got[1])
+	}
+	if even := medianChecks([][]check{mk(&one), mk(&three)}); *even[0].Measured != 2 {
+		t.Errorf("median of 1 and 3 = %v, want 2", *even[0].Measured)
+	}
+}
