@@ -34,6 +34,11 @@ type lockPath struct {
 	openLoop bool
 }
 
+// fenced starts a fenced cluster with this run's binary and node flags.
+func (b *bench) fenced(ctx context.Context, name string, size int) (*fencedCluster, error) {
+	return startFenced(ctx, b.cfg.bin, b.tmp, name, size, b.cfg.pprofDir != "", b.cfg.extra)
+}
+
 func (b *bench) wants(workload string) bool { return slices.Contains(b.cfg.workloads, workload) }
 
 func (b *bench) hasTarget(t string) bool { return slices.Contains(b.cfg.targets, t) }
@@ -126,7 +131,7 @@ func (b *bench) runTarget(ctx context.Context, t string) {
 	switch t {
 	case "fenced-1", "fenced-3":
 		size := map[string]int{"fenced-1": 1, "fenced-3": 3}[t]
-		c, err := startFenced(ctx, b.cfg.bin, b.tmp, t, size, b.cfg.pprofDir != "", b.cfg.extra)
+		c, err := b.fenced(ctx, t, size)
 		if err != nil {
 			status.Failed = err.Error()
 			b.fail("%s: %v", t, err)
@@ -225,7 +230,7 @@ func (b *bench) runPaths(ctx context.Context, target string, paths []lockPath, n
 
 func (b *bench) runHeartbeat(ctx context.Context) {
 	progress("heartbeat: starting fenced-3")
-	c, err := startFenced(ctx, b.cfg.bin, b.tmp, "fenced-3", 3, b.cfg.pprofDir != "", b.cfg.extra)
+	c, err := b.fenced(ctx, "fenced-3", 3)
 	if err != nil {
 		b.fail("heartbeat: %v", err)
 		return
@@ -243,7 +248,7 @@ func (b *bench) runHeartbeat(ctx context.Context) {
 
 func (b *bench) runFencedFailover(ctx context.Context) {
 	progress("failover: starting fenced-3")
-	c, err := startFenced(ctx, b.cfg.bin, b.tmp, "fenced-3", 3, b.cfg.pprofDir != "", b.cfg.extra)
+	c, err := b.fenced(ctx, "fenced-3", 3)
 	if err != nil {
 		b.fail("failover fenced-3: %v", err)
 		return
@@ -276,7 +281,7 @@ func (b *bench) runEtcdFailover(ctx context.Context) {
 
 func (b *bench) runScale(ctx context.Context) {
 	progress("scale: starting fenced-3, loading %d keys and %d sessions", b.cfg.scale.keys, b.cfg.scale.sessions)
-	c, err := startFenced(ctx, b.cfg.bin, b.tmp, "fenced-3", 3, b.cfg.pprofDir != "", b.cfg.extra)
+	c, err := b.fenced(ctx, "fenced-3", 3)
 	if err != nil {
 		b.fail("scale: %v", err)
 		return

@@ -135,7 +135,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.Data, "data", cfg.Data, "data `directory`")
 	fs.BoolVar(&cfg.Bootstrap, "bootstrap", cfg.Bootstrap, "start a new cluster with this node as its only voter (default when --data is empty and no --join)")
 	fs.StringVar(&cfg.Join, "join", "", "join the cluster of the member at this client `address`")
-	fs.StringVar(&cfg.Metrics, "metrics", "", "HTTP `address` for /metrics, /healthz, /readyz")
+	fs.StringVar(&cfg.Metrics, "metrics", "", "HTTP `address` for /metrics, /healthz, /readyz (and /debug/pprof on loopback)")
 	fs.DurationVar(&cfg.ClockOffset, "clock-offset", 0, "shift this node's wall clock (tests only; changes no expiry)")
 	fs.BoolVar(&cfg.Redirect, "redirect", false, "followers answer -MOVED 0 leader:port instead of forwarding (for Redis Cluster clients)")
 	fs.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", 0, "take a snapshot after `N` new log entries (0 = 16384)")

@@ -142,10 +142,7 @@ func (s *Server) leaderOnly(c *resp.Conn, spec *commands.Spec) bool {
 // a reply.
 func (s *Server) propose(ctx context.Context, e lockstate.Entry) resp.Value {
 	res, err := s.submit(ctx, e)
-	if err != nil {
-		return errorReply(err)
-	}
-	return resultReply(res)
+	return answer(res, err, resultReply)
 }
 
 func resultReply(r lockstate.Result) resp.Value {
