@@ -175,6 +175,13 @@ func (n *Node) open() error {
 	// restart replays only the log entries after it instead of restoring
 	// the last snapshot first.
 	rc.NoSnapshotRestoreOnStart = true
+	// A leader that removes itself steps down and stays up instead of
+	// shutting Raft down: hashicorp/raft v1.7.3 shuts down right after
+	// handing the committed configuration entry to the FSM goroutine, which
+	// may exit before answering it, and that future has no shutdown channel,
+	// so RAFT.REMOVE of the leader could wait forever. A removed node has no
+	// vote in its latest configuration, so it never starts an election.
+	rc.ShutdownOnRemove = false
 	cache, err := raft.NewLogCache(4096, n.logs)
 	if err != nil {
 		return fmt.Errorf("raftstore: log cache: %w", err)
