@@ -144,6 +144,16 @@ func New(cfg Config) *State {
 //
 // Indexes must increase from one call to the next: they are the tokens.
 func (s *State) Apply(index uint64, e Entry, w Writer) (Result, error) {
+	r := s.Step(index, e)
+	return r, s.Flush(w)
+}
+
+// Step applies e like Apply but keeps the changed records to be written by
+// the next Flush, so that a batch of entries writes each record it touched
+// once, in its final form (the cluster time and a session used by several
+// entries of the batch, say). After the Flush the storage holds what Apply
+// entry by entry would have left.
+func (s *State) Step(index uint64, e Entry) Result {
 	s.index = index
 	// Time never goes backwards: a new leader's clock, or a stale proposal,
 	// cannot undo an expiry or stretch a deadline already passed.
@@ -185,7 +195,7 @@ func (s *State) Apply(index uint64, e Entry, w Writer) (Result, error) {
 	}
 	r.Wakes, r.Pushed, r.Messages = s.wakes, s.pushed, s.messages
 	s.wakes, s.pushed, s.messages = nil, nil, nil
-	return r, s.flush(w)
+	return r
 }
 
 // Time returns the cluster time of the last applied entry (0 when empty).
@@ -203,9 +213,11 @@ func (s *State) NextDeadline() (int64, bool) {
 
 func (s *State) markDirty(key string) { s.dirty[key] = struct{}{} }
 
-// flush writes the changed records in key order, so the Writer sees the same
-// sequence on every replica.
-func (s *State) flush(w Writer) error {
+// Flush writes the records changed since the last Flush, in key order, so
+// that the Writer sees the same sequence on every replica that flushes after
+// the same entries. A Writer error leaves the State ahead of the storage: it
+// must then be discarded.
+func (s *State) Flush(w Writer) error {
 	keys := make([]string, 0, len(s.dirty))
 	for k := range s.dirty {
 		keys = append(keys, k)

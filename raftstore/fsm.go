@@ -142,10 +142,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 		if err != nil {
 			panic(fmt.Sprintf("raftstore: entry %d: %v", l.Index, err))
 		}
-		res, err := f.state.Apply(l.Index, e, w)
-		if err != nil {
-			panic(fmt.Sprintf("raftstore: apply entry %d: %v", l.Index, err))
-		}
+		res := f.state.Step(l.Index, e)
 		if l.Index <= f.replayUntil {
 			res.Messages = nil
 		}
@@ -155,6 +152,10 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 	changed := applied != f.applied
 	last := f.state.Time()
 	if changed {
+		// One write per record the batch changed, not one per entry.
+		if err := f.state.Flush(w); err != nil {
+			panic(fmt.Sprintf("raftstore: write entries up to %d: %v", applied, err))
+		}
 		var v [8]byte
 		binary.BigEndian.PutUint64(v[:], applied)
 		if err := b.Set(appliedKey, v[:], nil); err != nil {
