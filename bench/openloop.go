@@ -65,6 +65,7 @@ func runOpenLoop(ctx context.Context, s openSpec, newLocker lockerFactory) stepR
 	sched := schedule{start: time.Now().Add(10 * time.Millisecond), rate: s.rate}
 	from, end := sched.start.Add(s.warmup), sched.start.Add(s.warmup+s.measure)
 	cutoff := end.Add(s.grace)
+	busy := machineBusy(ctx, from, end)
 	var next, sent atomic.Int64
 	workers := make([]*worker, len(lockers))
 	var wg sync.WaitGroup
@@ -110,6 +111,7 @@ func runOpenLoop(ctx context.Context, s openSpec, newLocker lockerFactory) stepR
 	r := summarize(closedSpec{workload: "openloop", clients: s.workers}, workers, setup, s.measure)
 	r.OfferedPerSec = float64(s.rate)
 	r.NotSent = sched.countIn(from, end) - sent.Load()
+	r.MachineBusy = busy()
 	if ctx.Err() != nil {
 		r.NotSent = 0 // interrupted: the missing operations are the user's doing
 	}

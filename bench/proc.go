@@ -246,3 +246,65 @@ func waitFor(ctx context.Context, what string, timeout, interval time.Duration, 
 		}
 	}
 }
+
+// machineBusy measures how busy the whole machine's CPUs are between from
+// and to: the servers, the load generator and the kernel's network work
+// together, as a fraction of all cores (1 = every core busy all the time).
+// A target bounded by the machine rather than by its own design shows as a
+// step near 1. The result is read after to; it is negative when /proc/stat
+// could not be read or the window was cut short.
+func machineBusy(ctx context.Context, from, to time.Time) func() float64 {
+	out := make(chan float64, 1)
+	go func() {
+		sleepUntil(ctx, from)
+		b0, t0, err0 := cpuJiffies()
+		sleepUntil(ctx, to)
+		b1, t1, err1 := cpuJiffies()
+		if err0 != nil || err1 != nil || ctx.Err() != nil || t1 <= t0 {
+			out <- -1
+			return
+		}
+		out <- float64(b1-b0) / float64(t1-t0)
+	}()
+	return func() float64 { return <-out }
+}
+
+func sleepUntil(ctx context.Context, t time.Time) {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+	case <-timer.C:
+	}
+}
+
+// cpuJiffies reads the first line of /proc/stat: the time all CPUs were
+// busy (everything but idle and iowait) and in total.
+func cpuJiffies() (busy, total int64, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	return parseCPULine(string(b))
+}
+
+// parseCPULine parses "cpu  user nice system idle iowait irq softirq steal ...".
+// Guest time is already counted in user and nice, so it is not added again.
+func parseCPULine(stat string) (busy, total int64, err error) {
+	line, _, _ := strings.Cut(stat, "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0, errors.New("malformed /proc/stat")
+	}
+	for i, s := range f[1:9] {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, 0, errors.New("malformed /proc/stat")
+		}
+		total += v
+		if i != 3 && i != 4 { // idle, iowait
+			busy += v
+		}
+	}
+	return busy, total, nil
+}

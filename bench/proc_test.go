@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"testing"
 	"time"
@@ -15,6 +16,36 @@ func TestParseStatCPU(t *testing.T) {
 	}
 	if _, err := parseStatCPU("garbage"); err == nil {
 		t.Fatal("no error for a line without ')'")
+	}
+}
+
+func TestParseCPULine(t *testing.T) {
+	// user nice system idle iowait irq softirq steal guest guest_nice
+	stat := "cpu  100 5 40 800 30 2 8 15 50 0\ncpu0 50 2 20 400 15 1 4 7 25 0\n"
+	busy, total, err := parseCPULine(stat)
+	if err != nil || busy != 170 || total != 1000 {
+		t.Fatalf("parseCPULine = %d, %d, %v; want 170 busy of 1000 (guest not counted twice)", busy, total, err)
+	}
+	for _, bad := range []string{"", "cpu0 1 2 3 4 5 6 7 8\n", "cpu  1 2 3 x 5 6 7 8\n", "cpu  1 2 3\n"} {
+		if _, _, err := parseCPULine(bad); err == nil {
+			t.Errorf("parseCPULine(%q): no error", bad)
+		}
+	}
+}
+
+func TestMachineBusy(t *testing.T) {
+	if _, err := os.Stat("/proc/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	now := time.Now()
+	got := machineBusy(context.Background(), now, now.Add(50*time.Millisecond))()
+	if got < 0 || got > 1 {
+		t.Fatalf("machineBusy = %v, want a share in [0, 1]", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got := machineBusy(ctx, now, now.Add(time.Hour))(); got >= 0 {
+		t.Fatalf("machineBusy of a cancelled window = %v, want negative (unknown)", got)
 	}
 }
 

@@ -43,6 +43,9 @@ type stepResult struct {
 	// Open loop only.
 	OfferedPerSec float64 `json:"offered_per_sec,omitempty"`
 	NotSent       int64   `json:"not_sent,omitempty"` // intended in the window but never sent: the target fell that far behind
+	// Share of all the machine's cores busy in the window (servers, load
+	// generator and kernel together); negative when unknown.
+	MachineBusy float64 `json:"machine_cpu_busy"`
 }
 
 // setLatency fills the percentiles from a recorder.
@@ -272,6 +275,13 @@ func num(label string, clients int, format string, get func(stepResult) (float64
 	return metric{label: label, clients: clients, format: format, get: get}
 }
 
+// busyPct is a step's machine CPU, printed but never divided: it is the
+// context of a row, not a figure of the target.
+func busyPct(label string, clients int) metric {
+	return metric{label: label, clients: clients, format: "%.0f", noRatio: true,
+		get: func(r stepResult) (float64, bool) { return 100 * r.MachineBusy, r.MachineBusy >= 0 }}
+}
+
 func tally(label string, get func(stepResult) int64) metric {
 	return metric{label: label, format: "%.0f", noRatio: true,
 		get: func(r stepResult) (float64, bool) { return float64(get(r)), true }}
@@ -288,6 +298,7 @@ func uncontendedMetrics(clients []int) []metric {
 			num(who+": acquire p50 ms", n, "%.3f", p50),
 			num(who+": acquire p99 ms", n, "%.3f", p99),
 			num(who+": acquire p999 ms", n, "%.3f", p999),
+			busyPct(who+": machine CPU busy %", n),
 			errs,
 		)
 	}
@@ -300,6 +311,7 @@ func contendedMetrics() []metric {
 		num("wait p50 ms", 0, "%.3f", p50),
 		num("wait p99 ms", 0, "%.3f", p99),
 		num("wait p99 / p50", 0, "%.2f", optional(func(r stepResult) *float64 { return r.P99OverP50 })),
+		busyPct("machine CPU busy %", 0),
 		num("fairness: max/min grants per client", 0, "%.2f", optional(func(r stepResult) *float64 { return r.Fairness })),
 		tally("exclusion violations", func(r stepResult) int64 { return r.ExclusionViolations }),
 		tally("token regressions", func(r stepResult) int64 { return r.TokenRegressions }),
@@ -316,6 +328,7 @@ func openLoopMetrics() []metric {
 		num("acquire p999 ms", 0, "%.3f", p999),
 		num("acquire max ms", 0, "%.3f", maxMs),
 		tally("not sent (fell behind)", func(r stepResult) int64 { return r.NotSent }),
+		busyPct("machine CPU busy %", 0),
 		tally("errors", func(r stepResult) int64 { return r.Errors }),
 	}
 }

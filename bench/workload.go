@@ -117,6 +117,7 @@ func runClosed(ctx context.Context, s closedSpec, newLocker lockerFactory) stepR
 	var x exclusion
 	start := time.Now()
 	from, to := start.Add(s.warmup), start.Add(s.warmup+s.measure)
+	busy := machineBusy(ctx, from, to)
 	var wg sync.WaitGroup
 	for i, l := range lockers {
 		workers[i] = &worker{l: l}
@@ -129,6 +130,7 @@ func runClosed(ctx context.Context, s closedSpec, newLocker lockerFactory) stepR
 	closeLockers(lockers, &setup)
 	r := summarize(s, workers, setup, window)
 	r.ExclusionViolations, r.TokenRegressions = x.violations.Load(), x.regressions.Load()
+	r.MachineBusy = busy()
 	return r
 }
 
