@@ -6,17 +6,15 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/raft"
 
 	"github.com/fenced/fenced/lockstate"
 )
 
-// TestApplyBatchWritesEachRecordOnce: a batch writes every record it changed
-// once, in its final form, so how the log is cut into batches (a leader's
-// large groups, a follower's one by one) leaves the same storage, and a node
-// reopened on it holds the same state.
-func TestApplyBatchWritesEachRecordOnce(t *testing.T) {
+// fsmWorkload is 35 entries: sessions opened, locks taken, released and
+// retaken, heartbeats, and a session that expires inside the run so that
+// its records are deleted.
+func fsmWorkload() []*raft.Log {
 	var logs []*raft.Log
 	next := func(e lockstate.Entry) {
 		e.Time = int64(len(logs) + 1)
@@ -36,53 +34,112 @@ func TestApplyBatchWritesEachRecordOnce(t *testing.T) {
 			next(lockstate.Entry{Op: lockstate.OpSessionHeartbeat, Session: s})
 		}
 	}
-	// Session 3 is never used again: it expires inside a batch and its
-	// records are deleted.
 	next(lockstate.Entry{Op: lockstate.OpTick})
+	return logs
+}
 
-	cuts := []struct {
-		name string
-		size int
-	}{{"one by one", 1}, {"in threes", 3}, {"in sevens", 7}, {"all at once", len(logs)}}
+func memFSMWriteBack(t *testing.T, writeBack uint64) *fsm {
+	t.Helper()
+	f := memFSM(t)
+	f.writeBack = writeBack
+	return f
+}
+
+// TestApplyBatchWritesEachRecordOnce: however the log is cut into batches (a
+// leader's large groups, a follower's one by one) and however often the
+// state is written back, storage ends up the same once written, and a node
+// reopened on it holds the same state.
+func TestApplyBatchWritesEachRecordOnce(t *testing.T) {
+	logs := fsmWorkload()
 	var want map[string]string
-	for _, cut := range cuts {
-		name, size := cut.name, cut.size
-		db, err := OpenDBFS("db", vfs.NewMem())
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := newFSM(db, lockstate.Config{}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < len(logs); i += size {
-			f.ApplyBatch(logs[i:min(i+size, len(logs))])
-		}
-		got := contents(t, db)
-		var h [32]byte
-		f.read(func(st *lockstate.State) { h = st.Hash() })
-		reopened, err := newFSM(db, lockstate.Config{}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rh [32]byte
-		reopened.read(func(st *lockstate.State) { rh = st.Hash() })
-		if rh != h {
-			t.Errorf("%s: the state loaded from storage differs from the state that wrote it", name)
-		}
-		db.Close()
-		if want == nil {
-			want = got
-			continue
-		}
-		if diff := diffContents(want, got); diff != "" {
-			t.Errorf("storage after applying %s differs from one by one: %s", name, diff)
+	for _, size := range []int{1, 3, 7, len(logs)} {
+		for _, writeBack := range []uint64{1, 5, writeBackEntries} {
+			name := fmt.Sprintf("batches of %d, written back every %d entries", size, writeBack)
+			f := memFSMWriteBack(t, writeBack)
+			for i := 0; i < len(logs); i += size {
+				f.ApplyBatch(logs[i:min(i+size, len(logs))])
+				if lag := f.applied - f.stored; lag >= writeBack {
+					t.Fatalf("%s: storage lags %d entries behind", name, lag)
+				}
+			}
+			if err := f.sync(); err != nil {
+				t.Fatal(err)
+			}
+			got := contents(t, f.db)
+			h := fsmHash(f)
+			reopened, err := newFSM(f.db, lockstate.Config{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fsmHash(reopened) != h || reopened.appliedIndex() != uint64(len(logs)) {
+				t.Errorf("%s: the state loaded from storage (applied %d) differs from the state that wrote it", name, reopened.appliedIndex())
+			}
+			if want == nil {
+				want = got
+				continue
+			}
+			if diff := diffContents(want, got); diff != "" {
+				t.Errorf("%s: storage differs from batches of 1 written back every entry: %s", name, diff)
+			}
 		}
 	}
 	if len(want) < 5 {
 		t.Fatalf("storage holds %d records: the workload wrote too little to compare", len(want))
 	}
 }
+
+// TestWriteBackCrash: a node that stops without writing its state back (a
+// crash) reopens on the state of the last write-back, with its applied
+// index, and replaying the log from the start (raft hands it every entry
+// after its last snapshot) skips what is stored and ends where the node
+// was.
+func TestWriteBackCrash(t *testing.T) {
+	logs := fsmWorkload()
+	f := memFSMWriteBack(t, 10)
+	for _, l := range logs {
+		f.ApplyBatch([]*raft.Log{l})
+	}
+	want := fsmHash(f)
+	stored := f.stored
+	if stored != 30 || f.applied != uint64(len(logs)) {
+		t.Fatalf("stored %d applied %d, want 30 and %d", stored, f.applied, len(logs))
+	}
+
+	// The crash: the in-memory state is lost, Pebble keeps what was written.
+	crashed, err := newFSM(f.db, lockstate.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := crashed.appliedIndex(); got != stored {
+		t.Fatalf("reopened at applied %d, want the stored %d", got, stored)
+	}
+	if fsmHash(crashed) == want {
+		t.Fatal("the reopened state already equals the final one: the test needs entries after the last write-back")
+	}
+	crashed.ApplyBatch(logs)
+	if fsmHash(crashed) != want {
+		t.Fatal("replaying the log after a crash did not end in the state the node had")
+	}
+
+	// A snapshot writes back first: the stored state is the snapshot's.
+	g := memFSMWriteBack(t, 1000)
+	g.ApplyBatch(logs)
+	snap := snapshotBytes(t, g)
+	if g.stored != g.applied {
+		t.Fatalf("after a snapshot stored %d, applied %d", g.stored, g.applied)
+	}
+	h := memFSMWriteBack(t, 1000)
+	if err := h.Restore(nopCloser{bytes.NewReader(snap)}); err != nil {
+		t.Fatal(err)
+	}
+	if fsmHash(h) != want || h.appliedIndex() != uint64(len(logs)) {
+		t.Fatal("the snapshot of a state not yet written back lacks its last entries")
+	}
+}
+
+type nopCloser struct{ *bytes.Reader }
+
+func (nopCloser) Close() error { return nil }
 
 func contents(t *testing.T, db *pebble.DB) map[string]string {
 	t.Helper()

@@ -498,13 +498,17 @@ func (n *Node) Status() Status {
 }
 
 // Close shuts Raft down and closes the storage. Applied state is durable
-// through the synced log; the final flush makes restarts replay nothing.
+// through the synced log; writing it back and the final flush make
+// restarts replay nothing.
 func (n *Node) Close() error {
 	close(n.stop)
 	<-n.done
 	err := n.raft.Shutdown().Error()
 	if cerr := n.trans.Close(); err == nil {
 		err = cerr
+	}
+	if serr := n.fsm.sync(); err == nil {
+		err = serr
 	}
 	if ferr := n.db.Flush(); err == nil {
 		err = ferr

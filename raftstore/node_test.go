@@ -400,6 +400,9 @@ func populatedNoCleanup(t testing.TB, seed int) *fsm {
 		}
 	}
 	applyEntries(t, f, 1, es...)
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
 	return f
 }
 

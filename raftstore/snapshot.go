@@ -44,15 +44,19 @@ type fsmSnapshot struct {
 	applied uint64
 }
 
-// snapshot captures a point-in-time Pebble snapshot. It first makes the
-// state durable up to the captured index: raft may truncate the log up to
-// it, and unsynced state writes could otherwise be lost with the log
-// entries that produced them.
+// snapshot captures a point-in-time Pebble snapshot. It first writes the
+// state back and makes it durable up to the captured index: raft may
+// truncate the log up to it, and state writes not yet made or not yet
+// synced could otherwise be lost with the log entries that produced them.
 func (f *fsm) snapshot() (raft.FSMSnapshot, error) {
-	f.mu.RLock()
+	f.mu.Lock()
+	if err := f.store(); err != nil {
+		f.mu.Unlock()
+		return nil, err
+	}
 	snap := f.db.NewSnapshot()
 	applied := f.applied
-	f.mu.RUnlock()
+	f.mu.Unlock()
 	if err := f.db.LogData(nil, pebble.Sync); err != nil {
 		snap.Close()
 		return nil, fmt.Errorf("raftstore: sync before snapshot: %w", err)
@@ -124,7 +128,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("raftstore: commit restore: %w", err)
 	}
 	f.mu.Lock()
-	f.state, f.applied = st, applied
+	f.state, f.applied, f.stored = st, applied, applied
 	f.mu.Unlock()
 	if f.obs != nil {
 		f.obs.Restored(f.read)
