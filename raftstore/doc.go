@@ -9,6 +9,7 @@
 // iterates only within its own prefix. Keeping all of this in one Pebble
 // database means one write-ahead log: the synced batch that makes a Raft
 // append durable also makes every earlier unsynced state-machine write
-// durable. The state machine can therefore commit with NoSync: after a crash
-// it is at worst behind the durable log and replays the rest from it.
+// durable. The state machine can therefore commit with NoSync, and only
+// every so many entries (fsm.go): after a crash it is at worst behind the
+// durable log and replays the rest from it.
 package raftstore

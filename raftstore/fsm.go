@@ -43,7 +43,7 @@ type Observer interface {
 }
 
 // fsm adapts lockstate.State to raft.BatchingFSM: it decodes entries,
-// delegates, and commits each batch of entries as one Pebble batch.
+// delegates, and writes the state back to Pebble every writeBackEntries.
 type fsm struct {
 	db  *pebble.DB
 	cfg lockstate.Config
