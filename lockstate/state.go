@@ -213,6 +213,10 @@ func (s *State) NextDeadline() (int64, bool) {
 
 func (s *State) markDirty(key string) { s.dirty[key] = struct{}{} }
 
+// Unflushed is the number of records changed since the last Flush: what
+// the next Flush will write.
+func (s *State) Unflushed() int { return len(s.dirty) }
+
 // Flush writes the records changed since the last Flush, in key order, so
 // that the Writer sees the same sequence on every replica that flushes after
 // the same entries. A Writer error leaves the State ahead of the storage: it

@@ -29,8 +29,13 @@ var appliedKey = []byte{prefixMeta, 'a'}
 // busy record (the clock, a hot lock, a session) once per interval, and a
 // restart replays at most this many entries more. The log keeps them:
 // raft truncates it only up to a snapshot, and snapshot() writes back
-// first.
-const writeBackEntries = 1024
+// first. writeBackRecords bounds the write itself: entries that change many
+// records each (an MSET of a thousand keys) are written back sooner, so no
+// write-back builds a batch of millions of records.
+const (
+	writeBackEntries = 1024
+	writeBackRecords = 4096
+)
 
 // Observer hears about applied entries on this node. It is called after the
 // batch is committed, outside the state lock, in log order.
@@ -169,7 +174,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 	last := f.state.Time()
 	if changed {
 		f.applied = applied
-		if f.applied-f.stored >= f.writeBack {
+		if f.applied-f.stored >= f.writeBack || f.state.Unflushed() >= writeBackRecords {
 			if err := f.store(); err != nil {
 				panic(err.Error())
 			}

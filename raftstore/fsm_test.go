@@ -137,6 +137,29 @@ func TestWriteBackCrash(t *testing.T) {
 	}
 }
 
+// TestWriteBackBoundsRecords: entries that each change many records (MSETs
+// of 1,000 keys) are written back before the pending records pass
+// writeBackRecords, however few entries that is.
+func TestWriteBackBoundsRecords(t *testing.T) {
+	f := memFSMWriteBack(t, writeBackEntries)
+	for i := range 20 {
+		args := []string{"MSET"}
+		for k := range 1000 {
+			args = append(args, fmt.Sprintf("k:%d:%d", i, k), "v")
+		}
+		e := lockstate.Entry{Op: lockstate.OpExec, Time: int64(i + 1), Args: args}
+		f.ApplyBatch([]*raft.Log{{Index: uint64(i + 1), Term: 1, Type: raft.LogCommand, Data: e.Encode(nil)}})
+		var pending int
+		f.read(func(st *lockstate.State) { pending = st.Unflushed() })
+		if pending >= writeBackRecords {
+			t.Fatalf("after entry %d, %d records wait to be written back", i+1, pending)
+		}
+	}
+	if f.stored == 0 {
+		t.Fatal("nothing was written back")
+	}
+}
+
 type nopCloser struct{ *bytes.Reader }
 
 func (nopCloser) Close() error { return nil }
