@@ -48,7 +48,8 @@ type Observer interface {
 }
 
 // fsm adapts lockstate.State to raft.BatchingFSM: it decodes entries,
-// delegates, and writes the state back to Pebble every writeBackEntries.
+// delegates, and writes the state back to Pebble every writeBackEntries
+// entries or writeBackRecords changed records.
 type fsm struct {
 	db  *pebble.DB
 	cfg lockstate.Config
@@ -142,7 +143,7 @@ func (f *fsm) Apply(l *raft.Log) interface{}       { return f.ApplyBatch([]*raft
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) { return f.snapshot() }
 
 // ApplyBatch applies committed entries to the in-memory state, and writes
-// the state back to Pebble once writeBackEntries have accumulated. A decode
+// the state back to Pebble once enough have accumulated. A decode
 // or storage failure panics: the log is corrupt or the disk failed, and a
 // replica that skipped an entry would diverge silently (hashicorp/raft#307).
 func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
