@@ -256,9 +256,9 @@ func waitFor(ctx context.Context, what string, timeout, interval time.Duration, 
 func machineBusy(ctx context.Context, from, to time.Time) func() float64 {
 	out := make(chan float64, 1)
 	go func() {
-		sleepUntil(ctx, from)
+		sleepCtx(ctx, time.Until(from))
 		b0, t0, err0 := cpuJiffies()
-		sleepUntil(ctx, to)
+		sleepCtx(ctx, time.Until(to))
 		b1, t1, err1 := cpuJiffies()
 		if err0 != nil || err1 != nil || ctx.Err() != nil || t1 <= t0 {
 			out <- -1
@@ -267,15 +267,6 @@ func machineBusy(ctx context.Context, from, to time.Time) func() float64 {
 		out <- float64(b1-b0) / float64(t1-t0)
 	}()
 	return func() float64 { return <-out }
-}
-
-func sleepUntil(ctx context.Context, t time.Time) {
-	timer := time.NewTimer(time.Until(t))
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-	case <-timer.C:
-	}
 }
 
 // cpuJiffies reads the first line of /proc/stat: the time all CPUs were
