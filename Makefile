@@ -2,13 +2,14 @@
 GO        ?= go
 BIN       ?= bin/fenced
 FUZZTIME  ?= 30s
+DEPTH     ?= 3
 PKGS      := ./...
 SHELL     := bash
 
-.PHONY: help build run cluster test chaos fuzz lint bench clean
+.PHONY: help build run cluster test chaos exhaustive fuzz lint bench clean
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
 build: ## build bin/fenced
 	$(GO) build -o $(BIN) ./cmd/fenced
@@ -25,6 +26,9 @@ test: ## vet, then every unit, integration and fuzz-seed test with -race
 
 chaos: ## the long fault-test profile: 3 seeds x 200 s of faults per workload, then the planted bugs (about 35 min)
 	set -o pipefail; FENCED_CHAOS=long $(GO) test -count=1 -timeout 80m -v -run 'TestChaos' ./test | tee chaos-report.txt | grep -E '^\s+(seed|ops|faults|fenced store|checkers|detected|chaos_test)|^(---|ok|FAIL)|--- '
+
+exhaustive: ## the state machine's bounded exhaustive check, 3 entries deep from each root state (make test: 2; about 2 min)
+	$(GO) test -count=1 -timeout 60m -v -run '^TestExhaustive$$' ./lockstate -exhaustive.depth=$(DEPTH)
 
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 	@set -e; for t in \

@@ -112,7 +112,9 @@ func (s *State) setString(k *kvKey, v string) {
 // when the name is neither at cluster time now.
 func (s *State) KeyFence(name string, now int64) (int64, bool) {
 	if l := s.locks[name]; l != nil {
-		return l.token, true
+		// Holderless only inside an entry that released it: free until
+		// the entry's end hands it on.
+		return l.token, l.token != 0
 	}
 	if k := s.live(name, now); k != nil {
 		return k.created, true

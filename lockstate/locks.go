@@ -1,6 +1,10 @@
 package lockstate
 
-import "github.com/fenced/fenced/internal/plant"
+import (
+	"slices"
+
+	"github.com/fenced/fenced/internal/plant"
+)
 
 // flock is FLOCK. Any use by a live session renews it, whatever the answer.
 func (s *State) flock(e Entry, now int64) Result {
@@ -34,6 +38,7 @@ func (s *State) acquire(e Entry, now int64) Result {
 		// The owner has stopped waiting for its earlier FLOCK: it sent a
 		// new one.
 		s.cancelOwnWait(l, e.Session, e.Owner)
+		l = s.locks[e.Lock] // gone if that was the last wait for a released lock
 	}
 	if l == nil {
 		if s.kv[e.Lock] != nil { // live: expire ran at this entry's time
@@ -103,7 +108,7 @@ func (s *State) unlock(e Entry) Result {
 // acting on stale information cannot release a newer ownership.
 func (s *State) forceUnlock(e Entry) Result {
 	l := s.locks[e.Lock]
-	if l == nil || e.Fence != l.token {
+	if l == nil || l.session == "" || e.Fence != l.token {
 		return Result{Err: ErrStaleFence}
 	}
 	s.release(l)
@@ -123,30 +128,71 @@ func (s *State) grant(l *lock, session, owner string, limit int64) {
 	s.markDirty(lockKey(l.name))
 }
 
-// release ends the current ownership of l, whatever its count, and hands the
-// lock to the first waiter that can take it, in this same entry so nobody
-// can take it in between. With no such waiter the record goes: a free lock
-// has no state worth keeping, since tokens come from the log.
+// release ends the current ownership of l, whatever its count. With waiters
+// queued, the lock stays, holderless, until the entry's end, when handOffs
+// passes it on (at most once per entry, so a token names one grant); with
+// none the record goes: a free lock has no state worth keeping, since
+// tokens come from the log.
 func (s *State) release(l *lock) {
 	if r := s.refs[l.session]; r != nil {
 		delete(r.held, l.name)
 	}
+	l.session, l.owner, l.count, l.limit, l.token = "", "", 0, 0, 0
+	s.markDirty(lockKey(l.name))
+	if len(l.queue) == 0 {
+		delete(s.locks, l.name)
+		return
+	}
+	if plant.On(plant.DoubleGrant) {
+		s.handOff(l) // the planted bug: a second release in this entry grants again
+		return
+	}
+	s.handoffs = append(s.handoffs, l.name)
+}
+
+// handOffs passes every lock released during the entry to its first waiter
+// that can take it, in lock-name order. It runs once, after the entry's
+// deadlines and its op, so every session and wait that the entry ends is
+// already gone from the queues: nobody is granted a lock in the entry that
+// ends them, and a lock is granted at most once per entry, so no two
+// ownerships share a token.
+func (s *State) handOffs() {
+	if len(s.handoffs) == 0 {
+		return
+	}
+	slices.Sort(s.handoffs)
+	for _, name := range slices.Compact(s.handoffs) {
+		// The lock may have gone (its last waiter left) and been taken
+		// afresh by the op since: only a holderless one is handed off.
+		if l := s.locks[name]; l != nil && l.session == "" {
+			s.handOff(l)
+		}
+	}
+	s.handoffs = s.handoffs[:0]
+}
+
+// handOff grants holderless l to its first waiter that can take it,
+// answering the ones that cannot; with none left the record goes.
+func (s *State) handOff(l *lock) {
 	for len(l.queue) > 0 {
 		w := l.queue[0]
-		s.removeWaiter(w)
-		// A waiter must be live at the entry's time. While due deadlines are
-		// being processed, one whose session or wait is also due, but comes
-		// later in their order, is over already: it does not get the lock.
 		ss := s.sessions[w.session]
+		// At the entry's end every due deadline has taken effect, so a
+		// waiter found here is live; the deadline checks matter only to
+		// the planted hand-off in the middle of expire.
 		switch {
 		case (ss == nil || ss.timer.deadline < s.now) && !plant.On(plant.WaiterSession):
+			s.removeWaiter(w)
 			s.wake(w, Result{Err: ErrNoSession})
 		case w.timed && w.timer.deadline < s.now:
+			s.removeWaiter(w)
 			s.answer(w, Result{Null: true})
 		case len(s.refsOf(w.session).held) >= s.cfg.MaxLocksPerSession:
+			s.removeWaiter(w)
 			s.answer(w, Result{Err: ErrTooManyLocks})
 		default:
 			s.grant(l, w.session, w.owner, w.limit)
+			s.removeWaiter(w)
 			s.answer(w, Result{Int: l.token})
 			return
 		}

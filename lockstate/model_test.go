@@ -132,7 +132,7 @@ func (m *model) apply(index uint64, e Entry) Result {
 			}
 		}
 	case OpForceUnlock:
-		if l := m.locks[e.Lock]; l == nil || l.token != e.Fence {
+		if l := m.locks[e.Lock]; l == nil || l.holder == "" || l.token != e.Fence {
 			r.Err = ErrStaleFence
 		} else {
 			m.release(e.Lock)
@@ -141,6 +141,7 @@ func (m *model) apply(index uint64, e Entry) Result {
 	default:
 		r.Err = ErrBadEntry
 	}
+	m.handOff()
 	r.Wakes = m.wakes
 	m.wakes = nil
 	return r
@@ -236,34 +237,52 @@ func (m *model) heldBy(session string) int {
 	return n
 }
 
+// release frees the lock; its waiters wait for the entry's end.
 func (m *model) release(name string) {
 	l := m.locks[name]
-	l.holder, l.owner, l.count = "", "", 0
-	for len(l.queue) > 0 {
-		w := l.queue[0]
-		m.remove(w)
-		if s := m.sessions[w.session]; s == nil || s.deadline < m.now {
-			m.wake(w, Result{Err: ErrNoSession})
-			continue
-		}
-		if w.timed && w.deadline < m.now {
-			m.answer(w, Result{Null: true})
-			continue
-		}
-		if m.heldBy(w.session) >= m.cfg.MaxLocksPerSession {
-			m.answer(w, Result{Err: ErrTooManyLocks})
-			continue
-		}
-		l.holder, l.owner, l.count, l.limit, l.token = w.session, w.owner, 1, w.limit, int64(m.index)
-		m.answer(w, Result{Int: l.token})
-		return
+	l.holder, l.owner, l.count, l.limit, l.token = "", "", 0, 0, 0
+	if len(l.queue) == 0 {
+		delete(m.locks, name)
 	}
-	delete(m.locks, name)
+}
+
+// handOff, at the end of an entry, passes each holderless lock to its first
+// waiter that may take it.
+func (m *model) handOff() {
+	var names []string
+	for name, l := range m.locks {
+		if l.holder == "" {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		l := m.locks[name]
+		for len(l.queue) > 0 && l.holder == "" {
+			w := l.queue[0]
+			l.queue = l.queue[1:]
+			switch {
+			case m.sessions[w.session] == nil:
+				m.wake(w, Result{Err: ErrNoSession})
+			case m.heldBy(w.session) >= m.cfg.MaxLocksPerSession:
+				m.answer(w, Result{Err: ErrTooManyLocks})
+			default:
+				l.holder, l.owner, l.count, l.limit, l.token = w.session, w.owner, 1, w.limit, int64(m.index)
+				m.answer(w, Result{Int: l.token})
+			}
+		}
+		if l.holder == "" {
+			delete(m.locks, name)
+		}
+	}
 }
 
 func (m *model) remove(w *mWaiter) {
 	l := m.locks[w.lock]
 	l.queue = slices.DeleteFunc(l.queue, func(x *mWaiter) bool { return x == w })
+	if l.holder == "" && len(l.queue) == 0 {
+		delete(m.locks, w.lock)
+	}
 }
 
 func (m *model) wake(w *mWaiter, r Result) {
@@ -352,6 +371,7 @@ func (m *model) flock(e Entry, now int64) Result {
 				break
 			}
 		}
+		l = m.locks[e.Lock]
 	}
 	switch {
 	case l == nil && m.keys[e.Lock] != nil:

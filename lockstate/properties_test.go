@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -13,6 +14,7 @@ import (
 // strictly increase per lock across grants, and FIFO grants among waiters.
 type observer struct {
 	lastToken map[string]int64       // highest token ever seen per lock
+	lastOwner map[string][2]string   // the (session, owner) that held it
 	pending   map[uint64]*obsWait    // wait id -> the queued FLOCK it answers
 	queues    map[string][]*obsWait  // per lock, in the order they queued
 	byReq     map[[2]string]*obsWait // (session, req) of queued FLOCKs with a REQ
@@ -25,7 +27,7 @@ type obsWait struct {
 }
 
 func newObserver() *observer {
-	return &observer{lastToken: map[string]int64{}, pending: map[uint64]*obsWait{},
+	return &observer{lastToken: map[string]int64{}, lastOwner: map[string][2]string{}, pending: map[uint64]*obsWait{},
 		queues: map[string][]*obsWait{}, byReq: map[[2]string]*obsWait{}}
 }
 
@@ -47,6 +49,10 @@ func (o *observer) resolve(w *obsWait) {
 // observe checks one applied entry and its result, then the reads.
 func (o *observer) observe(s *State, index uint64, e Entry, r Result) error {
 	answered := map[uint64]Result{} // ids answered by this entry
+	granted := map[string]int{}     // grants per lock in this entry
+	if e.Op == OpFlock && r.Err == nil && !r.Null && !r.Queued && r.Int == int64(index) {
+		granted[e.Lock]++
+	}
 	for _, wk := range r.Wakes {
 		if prev, ok := answered[wk.WaitID]; ok {
 			// Every id of a waiter is answered in the same entry, with
@@ -69,6 +75,9 @@ func (o *observer) observe(s *State, index uint64, e Entry, r Result) error {
 		if wk.Result.Err == nil && !wk.Result.Null {
 			if wk.Result.Int != int64(index) {
 				return fmt.Errorf("waiter on %s granted token %d at index %d", w.lock, wk.Result.Int, index)
+			}
+			if granted[w.lock]++; granted[w.lock] > 1 {
+				return fmt.Errorf("lock %s granted twice in entry %d", w.lock, index)
 			}
 			if head := o.queues[w.lock][0]; head != w {
 				return fmt.Errorf("lock %s granted to a waiter behind %v (not FIFO)", w.lock, head.ids)
@@ -146,7 +155,13 @@ func (o *observer) observe(s *State, index uint64, e Entry, r Result) error {
 		if info.Token > o.lastToken[l] && info.Token != int64(index) {
 			return fmt.Errorf("lock %s new token %d is not the index %d", l, info.Token, index)
 		}
-		o.lastToken[l] = info.Token
+		// One token, one ownership: the same token again is the same
+		// holder (a reentrant hold), never another.
+		holder := [2]string{info.Holder, info.Owner}
+		if info.Token == o.lastToken[l] && holder != o.lastOwner[l] {
+			return fmt.Errorf("lock %s token %d held by %v, then by %v", l, info.Token, o.lastOwner[l], holder)
+		}
+		o.lastToken[l], o.lastOwner[l] = info.Token, holder
 		if len(info.Waiters) != len(o.queues[l]) {
 			return fmt.Errorf("lock %s has %d waiters, observed %d", l, len(info.Waiters), len(o.queues[l]))
 		}
@@ -221,5 +236,45 @@ func TestModel(t *testing.T) {
 		if err := run(src, 400, 37, misuse); err != nil {
 			t.Fatalf("seed %d (misuse %v): %v", seed, misuse, err)
 		}
+	}
+}
+
+// TestObserverCatchesDoubleGrant shows that the observer rejects one entry
+// granting a lock to two waiters with one token, the answer State gave
+// before issue 12 was fixed.
+func TestObserverCatchesDoubleGrant(t *testing.T) {
+	s, o, o2 := New(smallConfig()), newObserver(), newObserver()
+	w := newMemWriter()
+	entries := []Entry{
+		{Op: OpSessionOpen, Session: "s0", TTL: 100},
+		{Op: OpSessionOpen, Session: "s1", TTL: 1000},
+		{Op: OpSessionOpen, Session: "s2", TTL: 1000},
+		{Op: OpFlock, Session: "s0", Lock: "a", Wait: -1},
+		{Op: OpFlock, Session: "s1", Lock: "a", Wait: 0, WaitID: 1},
+		{Op: OpFlock, Session: "s2", Lock: "a", Wait: 0, WaitID: 2},
+	}
+	for i, e := range entries {
+		r, err := s.Apply(uint64(i+1), e, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range []*observer{o, o2} {
+			if err := o.observe(s, uint64(i+1), e, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// s0 expires and the kill of s1 is in the same entry.
+	e := Entry{Op: OpSessionKill, Session: "s1", Time: 200}
+	double := Result{Int: 1, Wakes: []Wake{{WaitID: 1, Result: Result{Int: 7}}, {WaitID: 2, Result: Result{Int: 7}}}}
+	if err := o2.observe(s, 7, e, double); err == nil || !strings.Contains(err.Error(), "granted twice") {
+		t.Fatalf("observer on a double grant: %v", err)
+	}
+	r, err := s.Apply(7, e, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.observe(s, 7, e, r); err != nil {
+		t.Fatalf("the fixed State: %v", err)
 	}
 }

@@ -13,7 +13,7 @@ import "slices"
 func (s *State) Fence(lock, session, owner string, withOwner bool) Result {
 	l := s.locks[lock]
 	if !withOwner {
-		if l == nil {
+		if l == nil || l.session == "" {
 			return Result{Null: true}
 		}
 		return Result{Int: l.token}

@@ -51,8 +51,7 @@ func (s *State) renew(ss *session, now int64) {
 
 // endSession closes a session, by SESSION.KILL or by expiry: its waits are
 // answered ErrNoSession, then its locks are released with their full count
-// and handed on (lock names in order), and its memory of requests is dropped.
-// The waits go first so that no lock is handed back to the ending session.
+// (handed on at the entry's end), and its memory of requests is dropped.
 func (s *State) endSession(ss *session) {
 	delete(s.sessions, ss.id)
 	s.unschedule(&ss.timer)

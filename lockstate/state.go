@@ -35,6 +35,7 @@ type State struct {
 	now      int64               // cluster time of the entry
 	dirty    map[string]struct{} // keys of records changed by this entry
 	wakes    []Wake
+	handoffs []string // locks released with waiters, to hand off at the end
 	pushed   []string
 	messages []Message
 	buf      []byte
@@ -103,7 +104,11 @@ type refs struct {
 type sessReq struct{ session, req string }
 
 // New returns an empty State. Config fields <= 0 take DefaultConfig's value.
-func New(cfg Config) *State {
+func New(cfg Config) *State { return newState(cfg, commands.New()) }
+
+// newState is New with the command table given, which is only read, so
+// that many States may share one (the exhaustive check makes millions).
+func newState(cfg Config, table *commands.Table) *State {
 	d := DefaultConfig()
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = d.MaxSessions
@@ -119,7 +124,7 @@ func New(cfg Config) *State {
 	}
 	return &State{
 		cfg:      cfg,
-		table:    commands.New(),
+		table:    table,
 		sessions: make(map[string]*session),
 		locks:    make(map[string]*lock),
 		refs:     make(map[string]*refs),
@@ -193,6 +198,7 @@ func (s *State) Step(index uint64, e Entry) Result {
 	default:
 		r = Result{Err: ErrBadEntry}
 	}
+	s.handOffs()
 	r.Wakes, r.Pushed, r.Messages = s.wakes, s.pushed, s.messages
 	s.wakes, s.pushed, s.messages = nil, nil, nil
 	return r

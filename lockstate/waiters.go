@@ -70,6 +70,12 @@ func (s *State) removeWaiter(w *waiter) {
 		}
 	}
 	s.markDirty(waiterKey(l.name, w.pos))
+	// A lock released in this entry and waiting for its hand-off is free
+	// once nobody waits for it any more.
+	if l.session == "" && len(l.queue) == 0 && s.locks[l.name] == l {
+		delete(s.locks, l.name)
+		s.markDirty(lockKey(l.name))
+	}
 }
 
 // cancelOwnWait answers ErrCancelled to a wait of (session, owner) on l.

@@ -28,6 +28,11 @@ const (
 	NoAppliedIndex Bug = "no-applied-index"
 	// NoDedup ignores REQ ids: a retried request acts twice.
 	NoDedup Bug = "no-dedup"
+	// DoubleGrant hands a released lock to its next waiter at once, in the
+	// middle of the entry, instead of once at the entry's end: an entry that
+	// frees a lock twice (the holder expires, then the entry's own op ends
+	// the new holder) grants it twice with the same token (issue 12).
+	DoubleGrant Bug = "double-grant"
 	// WallClockExpiry decides expiry by each node's wall clock instead of
 	// the time in the log entry.
 	WallClockExpiry Bug = "wall-clock-expiry"
@@ -35,5 +40,5 @@ const (
 
 // All lists every planted bug.
 func All() []Bug {
-	return []Bug{StaleRead, WaiterSession, MemoryTokens, LostIsFailure, NoAppliedIndex, NoDedup, WallClockExpiry}
+	return []Bug{StaleRead, WaiterSession, MemoryTokens, LostIsFailure, NoAppliedIndex, NoDedup, WallClockExpiry, DoubleGrant}
 }
