@@ -278,9 +278,16 @@ func lockOperations(ops []histOp, limit int64) map[string][]porcupine.Operation 
 	return byLock
 }
 
-// checkTokens: for two grants of one lock to different sessions (or SET NX
-// acquisitions, whose token the token script read), the one that was called
-// after the other returned has the larger token.
+// checkTokens checks the tokens of the grants of each lock (and of SET NX
+// acquisitions, whose token the token script read):
+//   - a token names one grant: two grants of one lock to different sessions
+//     (or acquisitions) never share a token, whatever their timing, even
+//     when they overlap (issue 12: one Raft entry granted a lock twice, with
+//     its index as the token of both). A session's reentrant holds, and a
+//     REQ replay, answer the token it holds, so one session may see one
+//     token any number of times.
+//   - of two grants, the one called after the other returned does not have
+//     a lower token.
 func checkTokens(ops []histOp) []string {
 	byLock := make(map[string][]histOp)
 	for _, op := range ops {
@@ -293,10 +300,31 @@ func checkTokens(ops []histOp) []string {
 		byReturn := append([]histOp(nil), gs...)
 		sort.Slice(byReturn, func(i, j int) bool { return byReturn[i].Return < byReturn[j].Return })
 		sort.Slice(gs, func(i, j int) bool { return gs[i].Call < gs[j].Call })
+
+		// One session per token.
+		first := make(map[int64]histOp) // token -> its earliest-called grant
+		shared, example := 0, ""
+		for _, g := range gs {
+			f, ok := first[g.Token]
+			if !ok {
+				first[g.Token] = g
+				continue
+			}
+			if f.Session != g.Session {
+				if shared++; shared == 1 {
+					example = fmt.Sprintf("token %d granted to session %.8s (c%d, %.1f-%.1f ms) and to session %.8s (c%d, %.1f-%.1f ms)",
+						g.Token, f.Session, f.Client, msOf(f.Call), msOf(f.Return), g.Session, g.Client, msOf(g.Call), msOf(g.Return))
+				}
+			}
+		}
+		if shared > 0 {
+			bad = append(bad, fmt.Sprintf("lock %s: %d grants with a token another session was granted; first: %s", lock, shared, example))
+		}
+
 		// Sweep: best is the highest-token grant that returned before the
-		// current one was called.
+		// current one was called. An equal token is the check above's.
 		var best *histOp
-		j, n, first := 0, 0, ""
+		j, n, firstBad := 0, 0, ""
 		for i := range gs {
 			g := gs[i]
 			for ; j < len(byReturn) && byReturn[j].Return < g.Call; j++ {
@@ -304,20 +332,22 @@ func checkTokens(ops []histOp) []string {
 					best = &byReturn[j]
 				}
 			}
-			if best != nil && g.Token <= best.Token && !(g.Session == best.Session && g.Token == best.Token) {
+			if best != nil && g.Token < best.Token {
 				if n++; n == 1 {
-					first = fmt.Sprintf("token %d (session %.6s) granted after token %d (session %.6s) had returned",
+					firstBad = fmt.Sprintf("token %d (session %.8s) granted after token %d (session %.8s) had returned",
 						g.Token, g.Session, best.Token, best.Session)
 				}
 			}
 		}
 		if n > 0 {
-			bad = append(bad, fmt.Sprintf("lock %s: %d grants with a token not above an earlier one; first: %s", lock, n, first))
+			bad = append(bad, fmt.Sprintf("lock %s: %d grants with a token below an earlier one; first: %s", lock, n, firstBad))
 		}
 	}
 	sort.Strings(bad)
 	return bad
 }
+
+func msOf(ns int64) float64 { return float64(ns) / float64(time.Millisecond) }
 
 // summarize counts operations by kind and outcome.
 func summarize(ops []histOp) string {

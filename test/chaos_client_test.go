@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -142,41 +143,71 @@ func (h *history) all() []histOp {
 // fencedStore is the storage a lock protects, kept in the harness: it
 // accepts a read or a write only with a token at least as high as any it
 // has seen, so a client that lost its lock without knowing can no longer
-// change it. With check off it is the control: it accepts everything.
+// change it. A token equal to the highest is accepted only from the holder
+// (session, or SET NX acquisition) that first used it: a token names one
+// grant, so the same token from another holder means the lock service
+// granted one lock twice with one token (issue 12), and the store refuses
+// it and counts it as a conflict, a violation. With check off it is the
+// control: it accepts everything.
 type fencedStore struct {
 	check bool
 
-	mu       sync.Mutex
-	max      int64
-	value    int64
-	accepted []int64 // the values of accepted writes, in order
-	rejected int
+	mu        sync.Mutex
+	max       int64
+	maxHolder string // who first used max
+	value     int64
+	accepted  []int64 // the values of accepted writes, in order
+	rejected  int     // stale tokens refused: what fencing is for
+	conflicts []string
 }
 
-// read returns the value, or false if token is stale.
-func (s *fencedStore) read(token int64) (int64, bool) {
+// admit checks token and holder against the highest token seen, and
+// records them; s.mu is held.
+func (s *fencedStore) admit(token int64, holder, what string) bool {
+	if s.check {
+		switch {
+		case token < s.max:
+			s.rejected++
+			return false
+		case token == s.max && holder != s.maxHolder:
+			s.conflicts = append(s.conflicts, fmt.Sprintf("%s with token %d by %.8s, which %.8s used first", what, token, holder, s.maxHolder))
+			return false
+		}
+	}
+	if token > s.max {
+		s.max, s.maxHolder = token, holder
+	}
+	return true
+}
+
+// read returns the value, or false if token is stale or another holder's.
+func (s *fencedStore) read(token int64, holder string) (int64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.check && token < s.max {
-		s.rejected++
+	if !s.admit(token, holder, "read") {
 		return 0, false
 	}
-	s.max = max(s.max, token)
 	return s.value, true
 }
 
-// write stores v, or reports false if token is stale.
-func (s *fencedStore) write(token, v int64) bool {
+// write stores v, or reports false if token is stale or another holder's.
+func (s *fencedStore) write(token int64, holder string, v int64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.check && token < s.max {
-		s.rejected++
+	if !s.admit(token, holder, "write") {
 		return false
 	}
-	s.max = max(s.max, token)
 	s.value = v
 	s.accepted = append(s.accepted, v)
 	return true
+}
+
+// conflicted returns the accesses refused because another holder had used
+// the same token: each is two holders with one token.
+func (s *fencedStore) conflicted() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.conflicts...)
 }
 
 // anomalies counts the accepted writes that did not increase the value by

@@ -130,6 +130,8 @@ type nemesis struct {
 
 	replaced int // nodes replaced so far, for their new ids
 
+	logf func(format string, args ...any) // the test's log, or nil
+
 	mu     sync.Mutex
 	counts map[string]int
 }
@@ -240,6 +242,8 @@ func (nm *nemesis) inject(ctx context.Context, f string, every time.Duration) {
 		}
 	case "kill-session":
 		nm.killSession(ctx)
+	case "kill-at-deadline":
+		nm.killAtDeadline(ctx)
 	case "replace-node":
 		nm.replaceNode(ctx)
 		nm.sleep(ctx, every/2)
@@ -345,6 +349,7 @@ type chaosReport struct {
 	gaps       int
 	snapshots  int    // snapshots installed on nodes that lagged or joined
 	fenced     [2]int // anomalies, rejected
+	conflicts  int    // fenced store: a token another holder had used
 	control    int    // anomalies
 	dedup      int64
 	verdicts   []string
@@ -357,6 +362,6 @@ func (r chaosReport) String() string {
 		faults = append(faults, f+"="+strconv.Itoa(n))
 	}
 	slices.Sort(faults)
-	return fmt.Sprintf("seed %d\n  ops: %s\n  faults: %v; elections: %d; unavailable windows: %d, p50 %v, max %v; snapshots installed: %d\n  fenced store: %d anomalies, %d stale tokens refused; control store: %d anomalies; resent REQs answered differently: %d\n  checkers: %v",
-		r.seed, r.ops, faults, r.elections, r.gaps, r.gapP50.Round(time.Millisecond), r.gapMax.Round(time.Millisecond), r.snapshots, r.fenced[0], r.fenced[1], r.control, r.dedup, r.verdicts)
+	return fmt.Sprintf("seed %d\n  ops: %s\n  faults: %v; elections: %d; unavailable windows: %d, p50 %v, max %v; snapshots installed: %d\n  fenced store: %d anomalies, %d stale tokens refused, %d tokens of another holder; control store: %d anomalies; resent REQs answered differently: %d\n  checkers: %v",
+		r.seed, r.ops, faults, r.elections, r.gaps, r.gapP50.Round(time.Millisecond), r.gapMax.Round(time.Millisecond), r.snapshots, r.fenced[0], r.fenced[1], r.conflicts, r.control, r.dedup, r.verdicts)
 }

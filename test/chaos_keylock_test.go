@@ -59,7 +59,7 @@ func (w *workload) runKeys(ctx context.Context, id int, seed uint64) {
 		if op.Outcome != outOK || op.Err != "" || op.Null {
 			continue
 		}
-		w.critical(ctx, id, key, op.Token, &notPaused)
+		w.critical(ctx, id, key, val, op.Token, &notPaused)
 		w.releaseKey(ctx, cc, id, key, val)
 	}
 }

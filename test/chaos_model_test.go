@@ -84,10 +84,10 @@ func TestFencedStore(t *testing.T) {
 	f, c := &fencedStore{check: true}, &fencedStore{}
 	// Holder 5 reads, stalls; holder 9 reads and writes; 5 wakes and writes.
 	for _, s := range []*fencedStore{f, c} {
-		v5, _ := s.read(5)
-		v9, _ := s.read(9)
-		s.write(9, v9+1)
-		s.write(5, v5+1)
+		v5, _ := s.read(5, "a")
+		v9, _ := s.read(9, "b")
+		s.write(9, "b", v9+1)
+		s.write(5, "a", v5+1)
 	}
 	if f.anomalies() != 0 || f.rejected != 1 {
 		t.Errorf("fenced store: %d anomalies, %d rejected; want 0 and 1", f.anomalies(), f.rejected)

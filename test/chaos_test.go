@@ -72,7 +72,8 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 		}()
 	}
 	term0 := maxTerm(cc)
-	nm := &nemesis{cc: cc, w: w, h: h, rng: newRand(seed, 99), faults: r.faults, first: r.first, ttl: r.ttl, counts: make(map[string]int)}
+	nm := &nemesis{cc: cc, w: w, h: h, rng: newRand(seed, 99), faults: r.faults, first: r.first, ttl: r.ttl, counts: make(map[string]int),
+		logf: t.Logf}
 	nctx, ncancel := context.WithTimeout(ctx, r.duration)
 	nm.run(nctx, r.every)
 	ncancel()
@@ -87,11 +88,17 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 	rep := chaosReport{seed: seed, ops: summarize(ops), faults: nm.counts, dedup: w.dedupViolations.Load(),
 		elections: maxTerm(cc) - term0}
 	rep.gapP50, rep.gapMax, rep.gaps = unavailability(ops)
-	for _, st := range w.stores {
+	var conflicts []string
+	for _, lock := range locks {
+		st := w.stores[lock]
 		rep.fenced[0] += st[0].anomalies()
 		rep.fenced[1] += st[0].rejected
 		rep.control += st[1].anomalies()
+		for _, c := range st[0].conflicted() {
+			conflicts = append(conflicts, lock+": "+c)
+		}
 	}
+	rep.conflicts = len(conflicts)
 	verdict := func(name string, problems []string) {
 		if len(problems) == 0 {
 			rep.verdicts = append(rep.verdicts, name+": ok")
@@ -126,6 +133,10 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 	var store []string
 	if rep.fenced[0] > 0 {
 		store = append(store, fmt.Sprintf("fenced store: %d increments lost", rep.fenced[0]))
+	}
+	if len(conflicts) > 0 {
+		// Two holders presented one token: one lock granted twice with it.
+		store = append(store, fmt.Sprintf("fenced store: %d accesses with a token another holder had used; first: %s", len(conflicts), conflicts[0]))
 	}
 	if rep.dedup > 0 {
 		store = append(store, fmt.Sprintf("%d resent REQs acted twice", rep.dedup))
@@ -242,25 +253,39 @@ func writeHistory(t *testing.T, ops []histOp) {
 }
 
 var allFaults = []string{"kill-leader", "kill-random", "pause-leader", "isolate-leader", "isolate-random",
-	"deaf-leader", "bridge", "pause-client", "transfer", "kill-session", "kill-all", "replace-node"}
+	"deaf-leader", "bridge", "pause-client", "transfer", "kill-session", "kill-at-deadline", "kill-all", "replace-node"}
 
 // TestChaos is the short profile (make test): the real fenced through
-// every fault, with and without reentrancy and on the redsync path (SET NX
+// every fault (session kills aimed at a paused holder's deadline among
+// them, three times at the start of each session run), with and without reentrancy and on the redsync path (SET NX
 // PX), some nodes' clocks off by a minute either way, small snapshots so
 // that a node cut off for a while, or replaced, catches up by snapshot. Every checker must pass; the control counter
 // shows what the faults do to an unfenced store. FENCED_CHAOS=long (make
 // chaos) is the long profile: three seeds of 200 s of faults per variant.
+// FENCED_CHAOS_PLANT=bug runs either profile on a binary with that planted
+// bug, and passes only if some checker catches it.
 func TestChaos(t *testing.T) {
 	runs, d := 1, 40*time.Second
 	if os.Getenv("FENCED_CHAOS") == "long" {
 		runs, d = 3, 200*time.Second
 	}
+	// FENCED_CHAOS_PLANT=bug runs the profile on a binary with that planted
+	// bug: then the checkers must find a definite violation in some run.
+	bug := plant.Bug(os.Getenv("FENCED_CHAOS_PLANT"))
+	if bug != "" && !slices.Contains(plant.All(), bug) {
+		t.Fatalf("FENCED_CHAOS_PLANT=%q: no such planted bug (%v)", bug, plant.All())
+	}
 	// The control store must lose increments somewhere, or the faults did
 	// not bite; every run starts with a paused client to make sure.
-	control := 0
+	control, detected := 0, 0
 	defer func() {
 		if !t.Failed() && control == 0 {
 			t.Error("the unfenced control store lost no increment in any run: the faults did not bite")
+		}
+		if bug != "" && detected == 0 {
+			t.Errorf("planted bug %s went undetected by the short profile", bug)
+		} else if bug != "" {
+			t.Logf("planted bug %s detected in %d runs", bug, detected)
 		}
 	}()
 	for _, v := range []struct {
@@ -271,18 +296,38 @@ func TestChaos(t *testing.T) {
 		for i := range runs {
 			t.Run(fmt.Sprintf("%s/%d", v.name, i), func(t *testing.T) {
 				r := chaosRun{
-					opts: chaosOpts{nodes: 3, offsets: []time.Duration{0, time.Minute, -time.Minute},
+					opts: chaosOpts{nodes: 3, plant: bug, offsets: []time.Duration{0, time.Minute, -time.Minute},
 						extra: []string{"--snapshot-threshold", "300", "--trailing-logs", "50"}},
 					clients: 6, locks: 3, ttl: 1500 * time.Millisecond, limit: v.limit, keys: v.keys,
-					duration: d, every: 3 * time.Second, faults: allFaults, first: []string{"pause-client"},
+					duration: d, every: 3 * time.Second, faults: allFaults,
+					// A paused client, then session kills aimed at the head
+					// waiter at a paused holder's deadline (issue 12), so
+					// that every run exercises that race on purpose.
+					first: []string{"pause-client", "kill-at-deadline", "kill-at-deadline", "kill-at-deadline"},
 				}
 				if v.keys {
 					// SET NX locks have no session to kill.
-					r.faults = slices.DeleteFunc(slices.Clone(allFaults), func(f string) bool { return f == "kill-session" })
+					r.faults = slices.DeleteFunc(slices.Clone(allFaults), func(f string) bool {
+						return f == "kill-session" || f == "kill-at-deadline"
+					})
+					r.first = []string{"pause-client"}
 				}
 				rep := runChaos(t, r, chaosSeed(t))
 				t.Logf("%v", rep)
 				control += rep.control
+				if bug != "" {
+					var definite []string
+					for _, p := range rep.violations {
+						if !strings.Contains(p, "timed out") {
+							definite = append(definite, p)
+						}
+					}
+					if len(definite) > 0 {
+						detected++
+						t.Logf("planted bug %s detected: %s", bug, strings.Join(definite, "; "))
+					}
+					return
+				}
 				for _, p := range rep.violations {
 					t.Error(p)
 				}
@@ -309,6 +354,8 @@ func TestChaosPlanted(t *testing.T) {
 		{plant.NoAppliedIndex, []string{"kill-random", "kill-all"}, 3 * time.Second},
 		{plant.NoDedup, []string{"transfer"}, 2 * time.Second},
 		{plant.WallClockExpiry, []string{"transfer"}, 2 * time.Second},
+		// Kills aimed at the head waiter at the paused holder's deadline.
+		{plant.DoubleGrant, []string{"kill-at-deadline"}, 2 * time.Second},
 	} {
 		t.Run(string(pc.bug), func(t *testing.T) {
 			for attempt := 1; attempt <= 3; attempt++ {
