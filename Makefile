@@ -33,7 +33,7 @@ exhaustive: ## the state machine's bounded exhaustive check, 3 entries deep from
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 	@set -e; for t in \
 	  ./resp:FuzzReadCommand ./resp:FuzzReadCommandChunked ./resp:FuzzRoundTrip ./resp:FuzzReadReply \
-	  ./commands:FuzzParse ./script:FuzzRun \
+	  ./commands:FuzzParse ./commands:FuzzTimeArgs ./script:FuzzRun \
 	  ./lockstate:FuzzDecodeEntry ./lockstate:FuzzApply ./lockstate:FuzzLoad ./lockstate:FuzzDecodeResult ./lockstate:FuzzExec \
 	  ./raftstore:FuzzLogStoreDecode ./raftstore:FuzzSnapshotRestore; do \
 	  pkg=$${t%%:*}; name=$${t##*:}; echo "== $$pkg $$name"; \

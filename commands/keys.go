@@ -3,8 +3,9 @@ package commands
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strings"
+
+	"github.com/fenced/fenced/internal/ms"
 )
 
 // Errors of the keyspace parsers, in Redis's words (the server prefixes
@@ -38,8 +39,8 @@ func arityOf(cmd string) error {
 // SetExpire is the expiry option of SET.
 type SetExpire uint8
 
-// The expiry options of SET. EXAT and PXAT are wall-clock times: the server
-// turns them into PX before proposing.
+// The expiry options of SET. EXAT and PXAT are Unix times, which the state
+// machine measures against the wall clock in the entry.
 const (
 	SetNoExpire SetExpire = iota
 	SetEX
@@ -48,6 +49,21 @@ const (
 	SetPXAT
 	SetKeepTTL
 )
+
+// setExpireOpt names SET's expiry option opt (upper case), or SetNoExpire.
+func setExpireOpt(opt string) SetExpire {
+	switch opt {
+	case "EX":
+		return SetEX
+	case "PX":
+		return SetPX
+	case "EXAT":
+		return SetEXAT
+	case "PXAT":
+		return SetPXAT
+	}
+	return SetNoExpire
+}
 
 // Set is a parsed SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL].
 type Set struct {
@@ -61,8 +77,9 @@ type Set struct {
 	Millis int64
 }
 
-// ParseSet parses SET with its options in any order, as Redis does: a
-// repeated or conflicting option is "syntax error", an expiry <= 0 or one
+// ParseSet parses SET with its options in any order, as Redis 7 does: a
+// conflicting option is "syntax error", a repeated one is allowed and the
+// last one counts (an earlier value is never read), an expiry <= 0 or one
 // that overflows in ms is "invalid expire time in 'set' command".
 func ParseSet(args [][]byte) (Set, error) {
 	r := Set{Key: string(args[1]), Value: string(args[2])}
@@ -77,10 +94,10 @@ func ParseSet(args [][]byte) (Set, error) {
 			r.XX = true
 		case opt == "GET":
 			r.Get = true
-		case opt == "KEEPTTL" && r.Expire == SetNoExpire:
+		case opt == "KEEPTTL" && (r.Expire == SetNoExpire || r.Expire == SetKeepTTL):
 			r.Expire = SetKeepTTL
-		case (opt == "EX" || opt == "PX" || opt == "EXAT" || opt == "PXAT") && r.Expire == SetNoExpire && next:
-			r.Expire = map[string]SetExpire{"EX": SetEX, "PX": SetPX, "EXAT": SetEXAT, "PXAT": SetPXAT}[opt]
+		case setExpireOpt(opt) != SetNoExpire && next && (r.Expire == SetNoExpire || r.Expire == setExpireOpt(opt)):
+			r.Expire = setExpireOpt(opt)
 			i++
 			raw = args[i]
 		default:
@@ -96,10 +113,10 @@ func ParseSet(args [][]byte) (Set, error) {
 			return Set{}, invalidExpire("set")
 		}
 		if r.Expire == SetEX || r.Expire == SetEXAT {
-			if n > math.MaxInt64/1000 {
+			var ok bool
+			if n, ok = ms.FromSeconds(n); !ok {
 				return Set{}, invalidExpire("set")
 			}
-			n *= 1000
 		}
 		r.Millis = n
 	}
@@ -120,10 +137,7 @@ type Expire struct {
 func ParseExpire(args [][]byte) (Expire, error) {
 	cmd := strings.ToLower(string(args[0]))
 	r := Expire{Key: string(args[1])}
-	n, err := ParseInt(args[2])
-	if err != nil {
-		return Expire{}, err
-	}
+	// Redis checks the options before the number.
 	for _, a := range args[3:] {
 		switch strings.ToUpper(string(a)) {
 		case "NX":
@@ -144,11 +158,15 @@ func ParseExpire(args [][]byte) (Expire, error) {
 	if r.GT && r.LT {
 		return Expire{}, ErrExpireGTLT
 	}
+	n, err := ParseInt(args[2])
+	if err != nil {
+		return Expire{}, err
+	}
 	if cmd == "expire" || cmd == "expireat" {
-		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
+		var ok bool
+		if n, ok = ms.FromSeconds(n); !ok {
 			return Expire{}, invalidExpire(cmd)
 		}
-		n *= 1000
 	}
 	r.Millis = n
 	return r, nil

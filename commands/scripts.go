@@ -3,7 +3,9 @@ package commands
 import (
 	"errors"
 	"math"
+	"math/big"
 	"strconv"
+	"strings"
 )
 
 // Errors of EVAL, EVALSHA and BLPOP, in Redis's words.
@@ -45,18 +47,54 @@ func strs(a [][]byte) []string {
 }
 
 // ParseBlockTimeout parses the last argument of BLPOP, a timeout in seconds
-// (a decimal, 0 = forever), into milliseconds, saturating.
+// (0 = forever), into milliseconds, exactly as Redis 7.0 does: the text is
+// read as a C long double (strtold: decimal or hex, inf; a 64-bit
+// mantissa), times 1000, truncated to a long long, where a value out of
+// its range becomes LLONG_MIN on x86-64. Not a number is
+// ErrTimeoutNotFloat, below zero after that ErrTimeoutNegative. Redis adds
+// no range check of its own; the server's timer saturates (ms.Duration).
 func ParseBlockTimeout(arg []byte) (int64, error) {
-	f, err := strconv.ParseFloat(string(arg), 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+	x, ok := parseLongDouble(string(arg))
+	if !ok {
 		return 0, ErrTimeoutNotFloat
 	}
-	if f < 0 {
+	x.Mul(x, new(big.Float).SetPrec(64).SetInt64(1000))
+	d, acc := x.Int64() // truncates toward zero
+	if (acc == big.Above && d == math.MinInt64) || (acc == big.Below && d == math.MaxInt64) || x.IsInf() {
+		d = math.MinInt64 // out of range: the x86-64 conversion gives LLONG_MIN
+	}
+	if d < 0 {
 		return 0, ErrTimeoutNegative
 	}
-	ms := f * 1000
-	if ms >= math.MaxInt64/2 {
-		return math.MaxInt64 / 2, nil
+	return d, nil
+}
+
+// parseLongDouble reads s as Redis's string2ld does with strtold on x86-64:
+// no leading space, the whole string, not NaN, nothing that overflows the
+// 80-bit long double or underflows it to zero, at most 5119 bytes.
+func parseLongDouble(s string) (*big.Float, bool) {
+	if s == "" || len(s) >= 5*1024 || strings.ContainsAny(s, "_ \t\n\v\f\r") {
+		return nil, false
 	}
-	return int64(math.Ceil(ms)), nil
+	body := strings.TrimLeft(s, "+-")
+	if len(s)-len(body) > 1 {
+		return nil, false
+	}
+	neg := s[0] == '-'
+	if strings.EqualFold(body, "inf") || strings.EqualFold(body, "infinity") {
+		return new(big.Float).SetInf(neg), true
+	}
+	// big.Float also reads 0b and 0o prefixes, which strtold stops at.
+	if len(body) > 1 && body[0] == '0' && strings.ContainsRune("bBoO", rune(body[1])) {
+		return nil, false
+	}
+	x, _, err := new(big.Float).SetPrec(64).SetMode(big.ToNearestEven).Parse(s, 0)
+	if err != nil {
+		return nil, false
+	}
+	// The long double range: about 3.6e-4951 (denormal) to 1.19e4932.
+	if exp := x.MantExp(nil); x.Sign() != 0 && (exp > 16384 || exp < -16444) {
+		return nil, false
+	}
+	return x, true
 }

@@ -14,19 +14,20 @@ import (
 //
 //	new [maxsessions=N] [maxlocks=N] [maxwaiters=N] [reqmemory=N]
 //	apply                    one entry per input line:
-//	  [index=N] [time=N] OP [session=] [name=] [ttl=] [created=] [lock=] [owner=]
+//	  [index=N] [time=N] [wall=N] OP [session=] [name=] [ttl=] [created=] [lock=] [owner=]
 //	                     [wait=N|none] [limit=] [req=] [fence=] [waitid=]
 //	                     [epoch=] [node=] [raftaddr=] [addr=]
 //	  OP is tick, open, heartbeat, kill, flock, funlock, cancel, forceunlock,
 //	  cancelwaits, join, remove or opN. index defaults to the previous one
 //	  + 1 and time to the previous entry's; wait defaults to none (no WAIT).
-//	  epoch=E and waitid=E.C set WaitID to E<<32 | C.
+//	  epoch=E and waitid=E.C set WaitID to E<<32 | C. wall, the entry's wall
+//	  clock, defaults to the previous entry's (0: none, as before version 2).
 //	  Output: "INDEX: RESULT", then "  wake WAITID: RESULT" lines.
 //	info lock=L [now=N]      LOCK.INFO
 //	session id=S [now=N]     SESSION.INFO
 //	fence lock=L [session=S [owner=O]]
 //	member id=N              a member's record, or "unknown"
-//	sessions | counts | deadline | time | records | members | waitids
+//	sessions | counts | deadline | time | wall | records | members | waitids
 //	reload                   replace the state by one rebuilt from its Records
 //	read [now=N]             one keyspace read command per input line, through Exec
 //	keyfence key=K [now=N]   FENCE of a plain key (KeyFence)
@@ -83,10 +84,11 @@ type harness struct {
 	w     *memWriter
 	index uint64
 	time  int64
+	wall  int64
 }
 
 func (h *harness) reset(cfg Config) {
-	h.s, h.w, h.index, h.time = New(cfg), newMemWriter(), 0, 0
+	h.s, h.w, h.index, h.time, h.wall = New(cfg), newMemWriter(), 0, 0, 0
 }
 
 func (h *harness) run(d *datadriven.TestData) (string, error) {
@@ -196,6 +198,8 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 		return "none", nil
 	case "time":
 		return fmt.Sprint(h.s.Time()), nil
+	case "wall":
+		return fmt.Sprint(h.s.Wall()), nil
 	case "records":
 		err := h.s.Records(func(k, v []byte) error {
 			fmt.Fprintln(&b, readableKey(string(k)))
@@ -223,7 +227,7 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 // apply parses and applies one entry line.
 func (h *harness) apply(b *strings.Builder, line string) error {
 	e := Entry{Wait: NoWait}
-	index, when := h.index+1, h.time
+	index, when, wall := h.index+1, h.time, h.wall
 	fields := strings.Fields(line)
 	for i, f := range fields {
 		if f == "exec" {
@@ -252,6 +256,8 @@ func (h *harness) apply(b *strings.Builder, line string) error {
 			index, err = strconv.ParseUint(v, 10, 64)
 		case "time":
 			when, err = strconv.ParseInt(v, 10, 64)
+		case "wall":
+			wall, err = strconv.ParseInt(v, 10, 64)
 		case "session":
 			e.Session = v
 		case "name":
@@ -295,8 +301,8 @@ func (h *harness) apply(b *strings.Builder, line string) error {
 	if e.Op != OpFlock {
 		e.Wait = 0
 	}
-	e.Time = when
-	h.index, h.time = index, when
+	e.Time, e.Wall = when, wall
+	h.index, h.time, h.wall = index, when, wall
 	r, err := h.s.Apply(index, e, h.w)
 	if err != nil {
 		return err

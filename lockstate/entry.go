@@ -6,8 +6,13 @@ import (
 )
 
 // entryVersion is the first byte of every encoded Entry. A replica that
-// meets a version it does not know must stop rather than guess.
-const entryVersion = 1
+// meets a version it does not know must stop rather than guess. Version 2
+// adds Wall after Addr; an entry with Wall 0 is written as version 1, so
+// one entry has one encoding.
+const (
+	entryVersion1 = 1
+	entryVersion  = 2
+)
 
 func (op Op) valid() bool { return op >= OpTick && op <= OpExec }
 
@@ -18,7 +23,11 @@ func (op Op) valid() bool { return op >= OpTick && op <= OpExec }
 // is Args, last, whose count and strings are written only when it is not
 // empty, so that entries written before it existed decode unchanged.
 func (e Entry) Encode(dst []byte) []byte {
-	dst = append(dst, entryVersion, byte(e.Op))
+	v := byte(entryVersion)
+	if e.Wall == 0 {
+		v = entryVersion1
+	}
+	dst = append(dst, v, byte(e.Op))
 	dst = appendVarint(dst, e.Time)
 	dst = appendString(dst, e.Session)
 	dst = appendString(dst, e.Name)
@@ -34,6 +43,9 @@ func (e Entry) Encode(dst []byte) []byte {
 	dst = appendString(dst, e.Node)
 	dst = appendString(dst, e.RaftAddr)
 	dst = appendString(dst, e.Addr)
+	if v == entryVersion {
+		dst = appendVarint(dst, e.Wall)
+	}
 	// Args, the last field, is written only when there are some, so an
 	// entry without them has the bytes it had before Args existed.
 	if len(e.Args) > 0 {
@@ -50,7 +62,8 @@ func (e Entry) Encode(dst []byte) []byte {
 // re-encodes to its input. Errors wrap ErrBadEntry.
 func DecodeEntry(b []byte) (Entry, error) {
 	r := reader{b: b}
-	if v := r.byte(); r.err == nil && v != entryVersion {
+	v := r.byte()
+	if r.err == nil && v != entryVersion1 && v != entryVersion {
 		return Entry{}, fmt.Errorf("%w: unknown version %d", ErrBadEntry, v)
 	}
 	var e Entry
@@ -73,6 +86,11 @@ func DecodeEntry(b []byte) (Entry, error) {
 	e.Node = r.str()
 	e.RaftAddr = r.str()
 	e.Addr = r.str()
+	if v == entryVersion {
+		if e.Wall = r.varint(); r.err == nil && e.Wall == 0 {
+			r.fail(errors.New("version 2 with no wall time"))
+		}
+	}
 	// Args: absent, or a count of at least 1 and the strings. Each takes at
 	// least its length byte: a count beyond the remaining bytes is
 	// rejected before allocating.

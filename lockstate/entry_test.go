@@ -13,6 +13,8 @@ func sampleEntries() []Entry {
 	return []Entry{
 		{Op: OpTick},
 		{Op: OpTick, Time: 1},
+		{Op: OpTick, Time: 2, Wall: 1764000000000},
+		{Op: OpExec, Time: 3, Wall: -1, Args: []string{"SET", "k", "v", "PXAT", "9223372036854775807"}},
 		{Op: OpSessionOpen, Time: 1700000000000, Session: "0123456789abcdef0123456789abcdef", Name: "worker-1", TTL: 10000, Created: 1700000000123},
 		{Op: OpFlock, Time: 5, Session: "s", Lock: "orders/42", Owner: "t1", Wait: NoWait, Limit: 1, Req: "req-1", WaitID: 7},
 		{Op: OpFunlock, Session: "s", Lock: "l", Fence: 1 << 40, Req: "r"},
@@ -162,7 +164,7 @@ func FuzzDecodeEntry(f *testing.F) {
 // WaitID, so the log format only grew at its end.
 func TestEntryLayout(t *testing.T) {
 	got := Entry{Op: OpNodeJoin, Node: "a", RaftAddr: "bc", Addr: "d", WaitID: 5 << 32}.Encode(nil)
-	want := []byte{entryVersion, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	want := []byte{entryVersion1, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0x80, 0x80, 0x80, 0x80, 0x50, // WaitID 5<<32
 		1, 'a', 2, 'b', 'c', 1, 'd'} // no Args: nothing
 
@@ -170,10 +172,21 @@ func TestEntryLayout(t *testing.T) {
 		t.Fatalf("encoded %x, want %x", got, want)
 	}
 	got = Entry{Op: OpExec, Args: []string{"GET", ""}}.Encode(nil)
-	want = []byte{entryVersion, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	want = []byte{entryVersion1, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		2, 3, 'G', 'E', 'T', 0} // Args last: count, then each string
 	if !bytes.Equal(got, want) {
 		t.Fatalf("encoded %x, want %x", got, want)
+	}
+	// Version 2: Wall after Addr, before Args.
+	got = Entry{Op: OpExec, Time: 1, Wall: -2, Args: []string{"TIME"}}.Encode(nil)
+	want = []byte{entryVersion, 12, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		3, // Wall -2, zigzag
+		1, 4, 'T', 'I', 'M', 'E'}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("encoded %x, want %x", got, want)
+	}
+	if _, err := DecodeEntry([]byte{entryVersion, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}); !errors.Is(err, ErrBadEntry) {
+		t.Fatalf("version 2 with Wall 0 decoded: %v", err)
 	}
 	for op, v := range map[Op]byte{OpCancelWaits: 9, OpNodeJoin: 10, OpNodeRemove: 11, OpExec: 12} {
 		if byte(op) != v {

@@ -2,9 +2,11 @@ package lockstate
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/internal/ms"
 	"github.com/fenced/fenced/reply"
 )
 
@@ -105,7 +107,9 @@ var (
 	errWrongType    = reply.Err("WRONGTYPE Operation against a key holding the wrong kind of value")
 	errNotInt       = reply.Err("ERR value is not an integer or out of range")
 	errIncrOverflow = reply.Err("ERR increment or decrement would overflow")
-	errExat         = reply.Err("ERR EXAT and PXAT are not supported in scripts")
+	// errExat answers SET EXAT|PXAT in an entry without a wall clock: from
+	// before version 2, when only a script could send them.
+	errExat = reply.Err("ERR EXAT and PXAT are not supported in scripts")
 )
 
 type execMode uint8
@@ -231,38 +235,41 @@ func remaining(s *State, a [][]byte, now int64) (int64, bool) {
 	case !k.ttl:
 		return -1, false
 	}
-	return max(0, k.timer.deadline-now), true
+	return max(0, ms.Sub(k.timer.deadline, now)), true
 }
 
 func cmdPTTL(s *State, a [][]byte, now int64) reply.Value {
-	ms, _ := remaining(s, a, now)
-	return reply.IntOf(ms)
+	d, _ := remaining(s, a, now)
+	return reply.IntOf(d)
 }
 
 func cmdTTL(s *State, a [][]byte, now int64) reply.Value {
-	ms, ok := remaining(s, a, now)
+	d, ok := remaining(s, a, now)
 	if ok {
-		ms = (ms + 500) / 1000
+		d = ms.Add(d, 500) / 1000
 	}
-	return reply.IntOf(ms)
+	return reply.IntOf(d)
 }
 
 // cmdExpire is EXPIRE and PEXPIRE (relative to the entry's time) and
-// EXPIREAT and PEXPIREAT (an absolute cluster time: the server converts the
-// client's unix time). As in Redis, a deadline not after now deletes the
-// key.
+// EXPIREAT and PEXPIREAT (Unix time, measured against the entry's wall
+// clock), with Redis's range rule: a relative time that overflows when
+// added to the Unix time is invalid. As in Redis, a deadline not after now
+// deletes the key.
 func cmdExpire(s *State, a [][]byte, now int64) reply.Value {
 	p, err := commands.ParseExpire(a)
 	if err != nil {
 		return parseErr(err)
 	}
 	name := strings.ToLower(string(a[0]))
-	when := p.Millis
-	if name != "pexpireat" && name != "expireat" {
-		if (p.Millis > 0 && now > maxInt64-p.Millis) || (p.Millis < 0 && now < minInt64-p.Millis) {
+	var when int64 // the deadline in cluster time
+	if name == "pexpireat" || name == "expireat" {
+		when = s.fromUnix(p.Millis, now)
+	} else {
+		if !s.relativeOK(p.Millis) {
 			return reply.Err(fmt.Sprintf("ERR invalid expire time in '%s' command", name))
 		}
-		when = now + p.Millis
+		when = ms.Add(now, p.Millis)
 	}
 	k := s.live(string(a[1]), now)
 	if k == nil { // a held lock has no key TTL
@@ -282,6 +289,18 @@ func cmdExpire(s *State, a [][]byte, now int64) reply.Value {
 	return reply.IntOf(1)
 }
 
+// relativeOK is Redis's range rule for a relative expiry d in ms: the Unix
+// time it lands on must fit in int64, whatever the cluster's age.
+func (s *State) relativeOK(d int64) bool {
+	return s.unix <= 0 || d <= math.MaxInt64-s.unix
+}
+
+// fromUnix turns an absolute Unix time in ms into cluster time: as far from
+// the entry's time as it is from the entry's wall clock.
+func (s *State) fromUnix(at, now int64) int64 {
+	return ms.Add(now, ms.Sub(at, s.unix))
+}
+
 func cmdPersist(s *State, a [][]byte, now int64) reply.Value {
 	if k := s.live(string(a[1]), now); k != nil && s.persist(k) {
 		return reply.IntOf(1)
@@ -290,6 +309,6 @@ func cmdPersist(s *State, a [][]byte, now int64) reply.Value {
 }
 
 const (
-	maxInt64 = 1<<63 - 1
-	minInt64 = -1 << 63
+	maxInt64 = math.MaxInt64
+	minInt64 = math.MinInt64
 )

@@ -198,8 +198,8 @@ func cmdLpop(s *State, a [][]byte, now int64) reply.Value {
 
 // cmdBlpop pops the first element of the first non-empty list, as BLPOP
 // does when it need not wait: the reply is [key, element], or a null array
-// when every list is empty, for the server to wait for a push and try again
-// (a script gets the null at once, as in Redis).
+// when every list is empty, for the server to wait for a push and try again.
+// Scripts may not call it, as in Redis 7.
 func cmdBlpop(s *State, a [][]byte, now int64) reply.Value {
 	if _, err := commands.ParseBlockTimeout(a[len(a)-1]); err != nil {
 		return parseErr(err)

@@ -27,14 +27,19 @@ func (s *State) load(k string, value []byte) error {
 	}
 	switch {
 	case k == timeKey:
-		t := r.varint()
+		t, wall := r.varint(), int64(0)
+		if r.err == nil && len(r.b) > 0 {
+			if wall = r.varint(); r.err == nil && wall == 0 {
+				return errors.New("zero wall time is not stored")
+			}
+		}
 		if err := r.done(); err != nil {
 			return err
 		}
-		if t == 0 {
+		if t == 0 && wall == 0 {
 			return errors.New("zero time is not stored")
 		}
-		s.time = t
+		s.time, s.wall = t, wall
 	case strings.HasPrefix(k, prefixSession):
 		return s.loadSession(k[len(prefixSession):], &r)
 	case strings.HasPrefix(k, prefixKV):

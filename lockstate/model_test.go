@@ -3,6 +3,8 @@ package lockstate
 import (
 	"slices"
 	"strings"
+
+	"github.com/fenced/fenced/internal/ms"
 )
 
 // model is a naive second implementation of the semantics: plain slices and
@@ -70,14 +72,14 @@ func (m *model) apply(index uint64, e Entry) Result {
 		case len(m.sessions) >= m.cfg.MaxSessions:
 			r.Err = ErrTooManySessions
 		default:
-			m.sessions[e.Session] = &mSession{id: e.Session, name: e.Name, ttl: e.TTL, created: e.Created, deadline: addSat(now, e.TTL)}
+			m.sessions[e.Session] = &mSession{id: e.Session, name: e.Name, ttl: e.TTL, created: e.Created, deadline: ms.Add(now, e.TTL)}
 			r.Str = e.Session
 		}
 	case OpSessionHeartbeat:
 		if s := m.sessions[e.Session]; s == nil {
 			r.Err = ErrNoSession
 		} else {
-			s.deadline = addSat(now, s.ttl)
+			s.deadline = ms.Add(now, s.ttl)
 			r.Int = s.ttl
 		}
 	case OpSessionKill:
@@ -349,7 +351,7 @@ func (m *model) flock(e Entry, now int64) Result {
 	if s == nil {
 		return Result{Err: ErrNoSession}
 	}
-	s.deadline = addSat(now, s.ttl)
+	s.deadline = ms.Add(now, s.ttl)
 	if e.Req != "" {
 		for _, w := range m.waiters() {
 			if w.session == e.Session && w.req == e.Req {
@@ -398,7 +400,7 @@ func (m *model) flock(e Entry, now int64) Result {
 			pos = l.queue[n-1].pos + 1
 		}
 		w := &mWaiter{lock: e.Lock, pos: pos, session: e.Session, owner: e.Owner, req: e.Req, limit: e.Limit,
-			timed: e.Wait > 0, deadline: addSat(now, e.Wait)}
+			timed: e.Wait > 0, deadline: ms.Add(now, e.Wait)}
 		l.queue = append(l.queue, w)
 		m.bind(w, e.WaitID)
 		return Result{Queued: true}
@@ -412,7 +414,7 @@ func (m *model) funlock(e Entry, now int64) Result {
 	if s == nil {
 		return Result{Err: ErrNoSession}
 	}
-	s.deadline = addSat(now, s.ttl)
+	s.deadline = ms.Add(now, s.ttl)
 	if e.Req != "" {
 		if r, ok := m.memo(e.Session, e.Req); ok {
 			return r
@@ -512,7 +514,7 @@ func (m *model) nextDeadline() (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	return addSat(d, 1), true // a deadline takes effect 1 ms past it
+	return ms.Add(d, 1), true // a deadline takes effect 1 ms past it
 }
 
 func (m *model) sessionIDs() []string {

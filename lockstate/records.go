@@ -12,7 +12,7 @@ import (
 //
 //	k/<key>                       string, hash or list key: type, created index, deadline, value (keys.go)
 //	l/<lock>                      held lock: holder session, owner, count, limit, token
-//	m/time                        cluster time of the last applied entry
+//	m/time                        cluster time of the last applied entry, then the highest wall clock (Unix ms) if any
 //	n/<id>                        cluster member: raft address, client address, removed
 //	r/<session>\x00<seq:8 BE>     remembered answer of a request: req, result
 //	s/<session>                   open session: name, ttl, created, deadline, next memo seq
@@ -213,10 +213,13 @@ func appendMemo(b []byte, m *memo) []byte {
 func (s *State) lookup(b []byte, key string) ([]byte, bool) {
 	switch {
 	case key == timeKey:
-		if s.time == 0 {
+		if s.time == 0 && s.wall == 0 {
 			return b, false
 		}
 		b = appendVarint(append(b, recordVersion), s.time)
+		if s.wall != 0 { // absent in states from before wall clocks
+			b = appendVarint(b, s.wall)
+		}
 	case strings.HasPrefix(key, prefixSession):
 		ss := s.sessions[key[len(prefixSession):]]
 		if ss == nil {
@@ -315,7 +318,7 @@ func (s *State) Records(fn func(key, value []byte) error) error {
 // keys returns the keys of all records, sorted.
 func (s *State) keys() []string {
 	var keys []string
-	if s.time != 0 {
+	if s.time != 0 || s.wall != 0 {
 		keys = append(keys, timeKey)
 	}
 	for id := range s.sessions {

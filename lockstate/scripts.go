@@ -173,12 +173,16 @@ func (e scriptEnv) Call(args []string) reply.Value {
 		return reply.Err(script.ErrWrongArity)
 	case err != nil:
 		return reply.Err(script.ErrUnknownCommand)
+	case spec.Has(commands.Blocking): // BLPOP is noscript in Redis 7
+		return reply.Err(script.ErrNotAllowed)
 	}
 	switch spec.Name {
 	case "time":
-		// The entry's time: one frozen instant for the whole script.
-		return reply.ArrayOf(reply.BulkOf(strconv.FormatInt(e.now/1000, 10)),
-			reply.BulkOf(strconv.FormatInt(e.now%1000*1000, 10)))
+		// The entry's wall clock: Unix time, one frozen instant for the
+		// whole script, the same on every replica.
+		t := e.s.unix
+		return reply.ArrayOf(reply.BulkOf(strconv.FormatInt(t/1000, 10)),
+			reply.BulkOf(strconv.FormatInt(t%1000*1000, 10)))
 	case "fence":
 		// FENCE key: the token of the key or held lock, so a script (a
 		// client that can only send scripts, such as Redisson's RScript)

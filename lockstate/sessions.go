@@ -3,6 +3,7 @@ package lockstate
 import (
 	"slices"
 
+	"github.com/fenced/fenced/internal/ms"
 	"github.com/fenced/fenced/internal/plant"
 )
 
@@ -16,7 +17,7 @@ func (s *State) openSession(e Entry, now int64) Result {
 	ss := &session{id: e.Session, name: e.Name, ttl: e.TTL, created: e.Created}
 	ss.timer.sess = ss
 	s.sessions[ss.id] = ss
-	s.schedule(&ss.timer, addSat(now, ss.ttl))
+	s.schedule(&ss.timer, ms.Add(now, ss.ttl))
 	s.markDirty(sessionKey(ss.id))
 	return Result{Str: ss.id}
 }
@@ -41,7 +42,7 @@ func (s *State) killSession(e Entry) Result {
 
 // renew moves the session's deadline to a full TTL after now.
 func (s *State) renew(ss *session, now int64) {
-	d := addSat(now, ss.ttl)
+	d := ms.Add(now, ss.ttl)
 	if d == ss.timer.deadline {
 		return
 	}

@@ -1,10 +1,10 @@
 package lockstate
 
 import (
-	"math"
 	"slices"
 
 	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/internal/ms"
 	"github.com/fenced/fenced/script"
 )
 
@@ -15,6 +15,7 @@ type State struct {
 	cfg   Config
 	table *commands.Table // arity and names of the keyspace commands
 	time  int64           // cluster time of the last applied entry
+	wall  int64           // highest wall clock (Unix ms) of an applied entry
 
 	sessions map[string]*session
 	locks    map[string]*lock // held locks only: a free lock has no record
@@ -33,6 +34,8 @@ type State struct {
 	// Scratch of the Apply in progress.
 	index    uint64              // log index of the entry; the token of its grants
 	now      int64               // cluster time of the entry
+	unix     int64               // Unix ms of the entry: wall, or now in an entry without one
+	walled   bool                // the entry carries a wall clock
 	dirty    map[string]struct{} // keys of records changed by this entry
 	wakes    []Wake
 	handoffs []string // locks released with waiters, to hand off at the end
@@ -168,6 +171,17 @@ func (s *State) Step(index uint64, e Entry) Result {
 		s.time = now
 		s.markDirty(timeKey)
 	}
+	// The wall clock never goes backwards either, whichever leader's clock
+	// stamped the entry. An entry from before wall clocks has its absolute
+	// times in cluster time.
+	s.unix, s.walled = now, e.Wall != 0
+	if s.walled {
+		if e.Wall > s.wall {
+			s.wall = e.Wall
+			s.markDirty(timeKey)
+		}
+		s.unix = s.wall
+	}
 	s.expire(now)
 
 	var r Result
@@ -207,6 +221,10 @@ func (s *State) Step(index uint64, e Entry) Result {
 // Time returns the cluster time of the last applied entry (0 when empty).
 func (s *State) Time() int64 { return s.time }
 
+// Wall returns the highest wall clock, Unix ms, of the applied entries (0
+// when none carried one).
+func (s *State) Wall() int64 { return s.wall }
+
 // NextDeadline returns the cluster time, in ms, at which the earliest
 // pending session, wait or key deadline takes effect (1 ms past it, see expire):
 // the time at which the leader should propose a tick.
@@ -214,7 +232,7 @@ func (s *State) NextDeadline() (int64, bool) {
 	if len(s.timers) == 0 {
 		return 0, false
 	}
-	return addSat(s.timers[0].deadline, 1), true
+	return ms.Add(s.timers[0].deadline, 1), true
 }
 
 func (s *State) markDirty(key string) { s.dirty[key] = struct{}{} }
@@ -258,18 +276,6 @@ func (s *State) refsOf(id string) *refs {
 		s.refs[id] = r
 	}
 	return r
-}
-
-// addSat adds a duration to a time, saturating, so a huge TTL or WAIT means
-// "very late" rather than wrapping into the past.
-func addSat(t, d int64) int64 {
-	if d > 0 && t > math.MaxInt64-d {
-		return math.MaxInt64
-	}
-	if d < 0 && t < math.MinInt64-d {
-		return math.MinInt64
-	}
-	return t + d
 }
 
 func sortedKeys[V any](m map[string]V) []string {

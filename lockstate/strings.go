@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/internal/ms"
 	"github.com/fenced/fenced/reply"
 )
 
@@ -79,12 +80,15 @@ func cmdSet(s *State, a [][]byte, now int64) reply.Value {
 	var deadline int64
 	switch p.Expire {
 	case commands.SetEXAT, commands.SetPXAT:
-		return errExat
+		if !s.walled {
+			return errExat
+		}
+		deadline = s.fromUnix(p.Millis, now)
 	case commands.SetEX, commands.SetPX:
-		if now > maxInt64-p.Millis {
+		if !s.relativeOK(p.Millis) {
 			return reply.Err("ERR invalid expire time in 'set' command")
 		}
-		deadline = now + p.Millis
+		deadline = ms.Add(now, p.Millis)
 	}
 	k, lock := s.find(p.Key, now)
 	if lock || (p.Get && k != nil && k.typ != kvString) {
@@ -108,11 +112,15 @@ func cmdSet(s *State, a [][]byte, now int64) reply.Value {
 	}
 	s.setString(k, p.Value)
 	switch p.Expire {
-	case commands.SetEX, commands.SetPX:
-		s.setDeadline(k, deadline)
 	case commands.SetKeepTTL:
-	default:
+	case commands.SetNoExpire:
 		s.persist(k)
+	default:
+		if deadline < now { // an absolute time in the past: set, and gone
+			s.deleteKey(k)
+			break
+		}
+		s.setDeadline(k, deadline)
 	}
 	return res
 }

@@ -101,8 +101,13 @@ const NoWait = -1
 // Entry is one state change, as proposed by the leader. Fields that an op
 // does not use are zero.
 type Entry struct {
-	Op      Op
-	Time    int64  // cluster time in ms, stamped by the proposer
+	Op   Op
+	Time int64 // cluster time in ms, stamped by the proposer
+	// Wall is the proposing leader's wall clock, Unix ms: what TIME in a
+	// script answers and what EXAT, PXAT, EXPIREAT and PEXPIREAT are
+	// measured against. It never decides an expiry. 0 in entries written
+	// before it existed, whose absolute times are cluster times.
+	Wall    int64
 	Session string // session id (32 lowercase hex characters)
 	Name    string // SESSION.OPEN NAME label
 	TTL     int64  // SESSION.OPEN TTL in ms

@@ -3,6 +3,8 @@ package lockstate
 import (
 	"slices"
 	"sort"
+
+	"github.com/fenced/fenced/internal/ms"
 )
 
 // enqueue appends a waiting FLOCK to l's queue.
@@ -18,7 +20,7 @@ func (s *State) enqueue(l *lock, e Entry, now int64) {
 	l.queue = append(l.queue, w)
 	if e.Wait > 0 {
 		w.timed = true
-		s.schedule(&w.timer, addSat(now, e.Wait))
+		s.schedule(&w.timer, ms.Add(now, e.Wait))
 	}
 	if e.Req != "" {
 		s.reqWaits[sessReq{e.Session, e.Req}] = w

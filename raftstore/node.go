@@ -35,11 +35,13 @@ var (
 	ErrUncertain = errors.New("raftstore: outcome unknown")
 )
 
-// Clock is the cluster clock that stamps proposed entries (session.Clock).
-// The node calls Lead once it is the ready leader of a term, having applied
+// Clock is the cluster clock that stamps proposed entries (session.Clock):
+// Now is the cluster time and Wall the node's wall clock, both in ms. The
+// node calls Lead once it is the ready leader of a term, having applied
 // every earlier entry, and Follow when it no longer leads.
 type Clock interface {
 	Now() int64
+	Wall() int64
 	Lead()
 	Follow()
 }
@@ -313,7 +315,7 @@ func (n *Node) notReady() error {
 	return ErrNotLeader
 }
 
-// Propose stamps e with the cluster time, commits it through Raft and
+// Propose stamps e with the cluster time and the wall clock, commits it through Raft and
 // returns its result once applied on this node.
 func (n *Node) Propose(ctx context.Context, e lockstate.Entry) (lockstate.Result, error) {
 	wait, err := n.Enqueue(e)
@@ -331,7 +333,7 @@ func (n *Node) Enqueue(e lockstate.Entry) (wait func() (lockstate.Result, error)
 	if !n.CanPropose() {
 		return nil, n.notReady()
 	}
-	e.Time = n.cfg.Clock.Now()
+	e.Time, e.Wall = n.cfg.Clock.Now(), n.cfg.Clock.Wall()
 	f := n.raft.Apply(e.Encode(nil), n.cfg.ApplyTimeout)
 	return func() (lockstate.Result, error) { return n.result(f) }, nil
 }

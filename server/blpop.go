@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/internal/ms"
 	"github.com/fenced/fenced/lockstate"
 	"github.com/fenced/fenced/reply"
 	"github.com/fenced/fenced/resp"
@@ -77,7 +78,7 @@ func (w *listWaits) notify(keys []string, all bool) {
 }
 
 func (s *Server) blpop(c *resp.Conn, args [][]byte) resp.Value {
-	ms, err := commands.ParseBlockTimeout(args[len(args)-1])
+	timeout, err := commands.ParseBlockTimeout(args[len(args)-1])
 	if err != nil {
 		return errorReply(err)
 	}
@@ -91,8 +92,8 @@ func (s *Server) blpop(c *resp.Conn, args [][]byte) resp.Value {
 	}
 	entry.Args[len(args)-1] = "0"
 	var deadline <-chan time.Time
-	if ms > 0 {
-		t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+	if timeout > 0 {
+		t := time.NewTimer(ms.Duration(timeout))
 		defer t.Stop()
 		deadline = t.C
 	}

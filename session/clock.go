@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fenced/fenced/internal/ms"
 	"github.com/fenced/fenced/internal/plant"
 )
 
@@ -33,8 +34,8 @@ type Clock struct {
 	mono    time.Time // monotonic reading taken when base was set
 	leading bool
 	now     func() time.Time
-	// wallOffset is this node's --clock-offset, read only by the planted
-	// WallClockExpiry bug.
+	// wallOffset is this node's --clock-offset: it shifts Wall (and the
+	// planted WallClockExpiry bug's stamps), never the cluster time.
 	wallOffset time.Duration
 }
 
@@ -59,11 +60,20 @@ func (c *Clock) Now() int64 {
 		// The planted bug: this node's wall clock stamps the entries.
 		return c.now().Add(c.wallOffset).UnixMilli() - plantEpoch
 	}
-	return c.base + c.now().Sub(c.mono).Milliseconds()
+	return ms.Add(c.base, c.now().Sub(c.mono).Milliseconds())
+}
+
+// Wall returns this node's wall clock in Unix ms, shifted by its offset: the
+// leader stamps it into each entry for what reports Unix time (TIME in a
+// script) and for EXAT-style arguments. It never decides an expiry.
+func (c *Clock) Wall() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now().Add(c.wallOffset).UnixMilli()
 }
 
 // SetWallOffset records this node's wall-clock offset (--clock-offset). The
-// cluster clock never reads the wall clock; only a planted bug does.
+// cluster clock never reads the wall clock; only Wall and a planted bug do.
 func (c *Clock) SetWallOffset(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

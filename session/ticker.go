@@ -3,7 +3,10 @@ package session
 import (
 	"context"
 	"log/slog"
+	"math"
 	"time"
+
+	"github.com/fenced/fenced/internal/ms"
 )
 
 // Node is what the ticker needs from the Raft node. It is declared here, by
@@ -46,32 +49,50 @@ func (t *Ticker) Kick() {
 // arrives; kicks normally wake it sooner.
 const idle = time.Second
 
-// Run proposes ticks until ctx is done.
+// plan decides the ticker's next step at cluster time now, for the earliest
+// deadline d (ok false: none): tick at once, or sleep for wait. ticked is
+// the deadline the last successful tick was for: a deadline that a tick
+// left in place is not ticked for again, so nothing makes the ticker spin.
+// A deadline too far away to matter (up to the end of the int64 range)
+// only ever means sleeping for idle.
+func plan(now, d int64, ok bool, ticked int64) (tick bool, wait time.Duration) {
+	if !ok || d == ticked {
+		return false, idle
+	}
+	if due := ms.Duration(ms.Sub(d, now)); due > 0 {
+		return false, min(due, idle)
+	}
+	return true, 0
+}
+
+// Run proposes ticks until ctx is done. It checks ctx on every iteration,
+// so a node stops promptly whatever its state holds.
 func (t *Ticker) Run(ctx context.Context) {
 	timer := time.NewTimer(idle)
 	defer timer.Stop()
 	backoff := time.Duration(0)
-	for {
+	// NextDeadline is a deadline plus 1 ms, so never MinInt64: no tick yet.
+	ticked := int64(math.MinInt64)
+	for ctx.Err() == nil {
 		wait := idle
 		if t.node.CanPropose() {
-			if d, ok := t.node.NextDeadline(); ok {
-				if due := time.Duration(d-t.clock.Now()) * time.Millisecond; due > 0 {
-					wait = min(due, idle)
-				} else {
-					err := t.node.Tick(ctx)
-					if err == nil {
-						backoff = 0
-						continue
-					}
-					if ctx.Err() != nil {
-						return
-					}
-					// Lost leadership or the log is slow: try again soon,
-					// without spinning.
-					backoff = min(max(2*backoff, 5*time.Millisecond), 200*time.Millisecond)
-					t.logger.Debug("tick failed", "err", err, "retry", backoff)
-					wait = backoff
+			d, ok := t.node.NextDeadline()
+			tick, w := plan(t.clock.Now(), d, ok, ticked)
+			wait = w
+			if tick {
+				err := t.node.Tick(ctx)
+				if err == nil {
+					backoff, ticked = 0, d
+					continue
 				}
+				if ctx.Err() != nil {
+					return
+				}
+				// Lost leadership or the log is slow: try again soon,
+				// without spinning.
+				backoff = min(max(2*backoff, 5*time.Millisecond), 200*time.Millisecond)
+				t.logger.Debug("tick failed", "err", err, "retry", backoff)
+				wait = backoff
 			}
 		}
 		if !timer.Stop() {

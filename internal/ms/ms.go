@@ -1,0 +1,56 @@
+// Package ms is time arithmetic in whole milliseconds (int64 Unix or
+// cluster times and durations) that saturates instead of overflowing. Every
+// time value a client may send is checked against Redis's range rules
+// where it is parsed; what is left, adding a duration to a time, or turning
+// a far deadline into a timer, goes through here, so a huge value means
+// "very late" and never wraps into the past.
+package ms
+
+import (
+	"math"
+	"time"
+)
+
+// Add returns t + d, clamped to the int64 range.
+func Add(t, d int64) int64 {
+	switch {
+	case d > 0 && t > math.MaxInt64-d:
+		return math.MaxInt64
+	case d < 0 && t < math.MinInt64-d:
+		return math.MinInt64
+	}
+	return t + d
+}
+
+// Sub returns a - b, clamped to the int64 range.
+func Sub(a, b int64) int64 {
+	switch {
+	case b < 0 && a > math.MaxInt64+b:
+		return math.MaxInt64
+	case b > 0 && a < math.MinInt64+b:
+		return math.MinInt64
+	}
+	return a - b
+}
+
+// Duration converts d milliseconds to a time.Duration, clamped to its range
+// (about 292 years either way).
+func Duration(d int64) time.Duration {
+	const max = int64(math.MaxInt64 / time.Millisecond)
+	switch {
+	case d > max:
+		return math.MaxInt64
+	case d < -max:
+		return math.MinInt64
+	}
+	return time.Duration(d) * time.Millisecond
+}
+
+// FromSeconds converts s seconds to milliseconds; ok is false when that
+// overflows, which Redis answers "invalid expire time".
+func FromSeconds(s int64) (d int64, ok bool) {
+	if s > math.MaxInt64/1000 || s < math.MinInt64/1000 {
+		return 0, false
+	}
+	return s * 1000, true
+}
