@@ -52,7 +52,7 @@ func strs(a [][]byte) []string {
 // mantissa), times 1000, truncated to a long long, where a value out of
 // its range becomes LLONG_MIN on x86-64. Not a number is
 // ErrTimeoutNotFloat, below zero after that ErrTimeoutNegative. Redis adds
-// no range check of its own; the server's timer saturates (ms.Duration).
+// no range check of its own; the server's timer saturates (ms.Nanos).
 func ParseBlockTimeout(arg []byte) (int64, error) {
 	x, ok := parseLongDouble(string(arg))
 	if !ok {

@@ -36,6 +36,7 @@ type gen struct {
 	src    intSource
 	index  uint64
 	time   int64
+	wall   int64  // the proposers' wall clock, which may lag as time may
 	waitID uint64 // the last wait id drawn: epoch<<32 | counter
 	epoch  uint64 // of the proposing node's process, as in the server
 	// fence, when set, peeks at the current token of a lock, so fenced
@@ -83,6 +84,10 @@ func (g *gen) next() (uint64, Entry) {
 	} else {
 		g.time += 10 * int64(g.src.intn(12))
 	}
+	if g.wall == 0 {
+		g.wall = 1_700_000_000_000
+	}
+	g.wall += 10 * int64(g.src.intn(12)-2)
 	e := Entry{Time: g.time, Session: g.pick(genSessions())}
 	switch k := g.src.intn(126); {
 	case k >= 112:
@@ -152,6 +157,9 @@ func (g *gen) next() (uint64, Entry) {
 		if g.src.intn(8) == 0 {
 			e.Node = ""
 		}
+	}
+	if g.src.intn(4) != 0 { // else an entry from before wall clocks
+		e.Wall = g.wall
 	}
 	return g.index, e
 }

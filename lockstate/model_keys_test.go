@@ -47,9 +47,18 @@ func (m *model) exec(args []string, now int64) reply.Value {
 	switch strings.ToUpper(args[0]) {
 	case "SET":
 		nx, xx := slices.Contains(args, "NX"), slices.Contains(args, "XX")
-		var px int64 = -1
+		var px int64
+		ttl := false
 		if i := slices.Index(args, "PX"); i > 0 {
 			px, _ = strconv.ParseInt(args[i+1], 10, 64)
+			ttl = true
+		}
+		if i := slices.Index(args, "PXAT"); i > 0 {
+			if !m.walled {
+				return reply.Err("ERR EXAT and PXAT are not supported in scripts")
+			}
+			at, _ := strconv.ParseInt(args[i+1], 10, 64)
+			px, ttl = at-m.unix, true // may be in the past
 		}
 		switch {
 		case m.locks[name] != nil:
@@ -61,8 +70,23 @@ func (m *model) exec(args []string, now int64) reply.Value {
 			k = &mKey{created: int64(m.index)}
 			m.keys[name] = k
 		}
-		k.val, k.ttl, k.deadline = args[2], px > 0, now+px
+		k.val, k.ttl, k.deadline = args[2], ttl, now+px
+		if ttl && px < 0 {
+			delete(m.keys, name)
+		}
 		return reply.OK()
+	case "PEXPIREAT":
+		at, _ := strconv.ParseInt(args[2], 10, 64)
+		when := now + at - m.unix
+		switch {
+		case k == nil:
+			return reply.IntOf(0)
+		case when <= now:
+			delete(m.keys, name)
+		default:
+			k.ttl, k.deadline = true, when
+		}
+		return reply.IntOf(1)
 	case "DEL":
 		if k == nil {
 			return reply.IntOf(0)
@@ -177,7 +201,12 @@ func (m *model) keyFence(name string, now int64) (int64, bool) {
 func (g *gen) genExec() []string {
 	name := g.pick(genKeys())
 	ms := func() string { return strconv.Itoa(10 * g.src.intn(30)) }
-	switch g.src.intn(8) {
+	at := func() string { return strconv.FormatInt(g.wall+10*int64(g.src.intn(30)-5), 10) }
+	switch g.src.intn(10) {
+	case 8:
+		return []string{"PEXPIREAT", name, at()}
+	case 9:
+		return []string{"SET", name, "at", "PXAT", at()}
 	case 0, 1, 2:
 		a := []string{"SET", name, fmt.Sprint(g.src.intn(3))}
 		switch g.src.intn(3) {

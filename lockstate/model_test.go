@@ -15,6 +15,9 @@ type model struct {
 	time     int64
 	index    uint64
 	now      int64
+	wall     int64 // highest wall clock of an entry
+	unix     int64 // the entry's Unix time: wall, or now without one
+	walled   bool
 	sessions map[string]*mSession
 	locks    map[string]*mLock
 	members  map[string]Member
@@ -58,6 +61,11 @@ func (m *model) apply(index uint64, e Entry) Result {
 	m.index = index
 	now := max(e.Time, m.time)
 	m.time, m.now = now, now
+	m.unix, m.walled = now, e.Wall != 0
+	if m.walled {
+		m.wall = max(m.wall, e.Wall)
+		m.unix = m.wall
+	}
 	m.expire(now)
 	m.expireKeys(now)
 	var r Result

@@ -14,8 +14,10 @@
 // on the way passes to its first remaining waiter, so a lock is granted at
 // most once per entry and one token names one ownership (issue 12;
 // exhaustive_test.go checks it over every short sequence). Two States that apply the same entries at the
-// same indexes hold the same records and hash the same. It imports only the
-// standard library and the repository's pure packages commands and reply;
+// same indexes hold the same records and hash the same. Besides the standard
+// library (no clock, no randomness) it imports only the repository's pure
+// packages commands, reply, script and internal/ms, and internal/plant, which
+// is empty outside the fault tests' builds (internal/lint checks this);
 // raftstore adapts it to hashicorp/raft and persists its records in Pebble
 // through Writer.
 package lockstate

@@ -93,7 +93,7 @@ func (s *Server) blpop(c *resp.Conn, args [][]byte) resp.Value {
 	entry.Args[len(args)-1] = "0"
 	var deadline <-chan time.Time
 	if timeout > 0 {
-		t := time.NewTimer(ms.Duration(timeout))
+		t := time.NewTimer(time.Duration(ms.Nanos(timeout)))
 		defer t.Stop()
 		deadline = t.C
 	}

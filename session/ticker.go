@@ -59,7 +59,7 @@ func plan(now, d int64, ok bool, ticked int64) (tick bool, wait time.Duration) {
 	if !ok || d == ticked {
 		return false, idle
 	}
-	if due := ms.Duration(ms.Sub(d, now)); due > 0 {
+	if due := time.Duration(ms.Nanos(ms.Sub(d, now))); due > 0 {
 		return false, min(due, idle)
 	}
 	return true, 0

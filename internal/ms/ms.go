@@ -6,10 +6,7 @@
 // "very late" and never wraps into the past.
 package ms
 
-import (
-	"math"
-	"time"
-)
+import "math"
 
 // Add returns t + d, clamped to the int64 range.
 func Add(t, d int64) int64 {
@@ -33,17 +30,19 @@ func Sub(a, b int64) int64 {
 	return a - b
 }
 
-// Duration converts d milliseconds to a time.Duration, clamped to its range
-// (about 292 years either way).
-func Duration(d int64) time.Duration {
-	const max = int64(math.MaxInt64 / time.Millisecond)
+// Nanos converts d milliseconds to nanoseconds, clamped to the int64 range
+// (about 292 years either way): a time.Duration that cannot overflow. It
+// returns an int64 rather than a time.Duration so that the state machine,
+// which uses this package, imports nothing that reads a clock.
+func Nanos(d int64) int64 {
+	const perMs = 1_000_000
 	switch {
-	case d > max:
+	case d > math.MaxInt64/perMs:
 		return math.MaxInt64
-	case d < -max:
+	case d < math.MinInt64/perMs:
 		return math.MinInt64
 	}
-	return time.Duration(d) * time.Millisecond
+	return d * perMs
 }
 
 // FromSeconds converts s seconds to milliseconds; ok is false when that

@@ -43,8 +43,8 @@ func TestDurationExact(t *testing.T) {
 	for _, d := range edges {
 		ns := new(big.Int).Mul(big.NewInt(d), big.NewInt(int64(time.Millisecond)))
 		want := time.Duration(clamp(ns, math.MinInt64, math.MaxInt64))
-		if got := Duration(d); got != want {
-			t.Errorf("Duration(%d) = %d, want %d", d, got, want)
+		if got := time.Duration(Nanos(d)); got != want {
+			t.Errorf("Nanos(%d) = %d, want %d", d, got, want)
 		}
 	}
 }
