@@ -14,7 +14,7 @@ import (
 // Errors returned by parsing. Each is a decided "-ERR" reply; nothing was
 // applied.
 var (
-	// ErrUnknown is returned by Lookup callers for a name not in the table.
+	// ErrUnknown is returned by Check for a name not in the table.
 	ErrUnknown = errors.New("commands: unknown command")
 	// ErrArity is returned when the argument count does not fit the arity.
 	ErrArity = errors.New("commands: wrong number of arguments")

@@ -8,9 +8,10 @@ import (
 	"github.com/fenced/fenced/script"
 )
 
-// State is the replicated lock state. Apply and Load modify it and must not
-// run concurrently with anything else; the reads (Records and Hash too)
-// only read it, so they may run concurrently with one another.
+// State is the replicated lock state. Apply (or Step, then Flush) and Load
+// modify it and must not run concurrently with anything else; the reads
+// (Records and Hash too) only read it, so they may run concurrently with one
+// another.
 type State struct {
 	cfg   Config
 	table *commands.Table // arity and names of the keyspace commands
