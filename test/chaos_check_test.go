@@ -245,7 +245,8 @@ func lockModel(b *sessionBounds) porcupine.Model {
 
 // lockOperations turns the history into porcupine operations by lock. Fail
 // outcomes did not happen and are left out; unknown ones may take effect
-// until the end. Kills belong to every lock.
+// until the end; one answered -NOSESSION may have taken effect before its
+// answer. Kills belong to every lock.
 func lockOperations(ops []histOp, limit int64) map[string][]porcupine.Operation {
 	byLock := make(map[string][]porcupine.Operation)
 	var kills []porcupine.Operation
@@ -264,6 +265,17 @@ func lockOperations(ops []histOp, limit int64) map[string][]porcupine.Operation 
 		switch op.Kind {
 		case "acquire", "release":
 			byLock[op.Lock] = append(byLock[op.Lock], po)
+			if out.Err == "NOSESSION" && !in.Unknown {
+				// -NOSESSION says the session has ended, not that the
+				// request did nothing: a FLOCK may have been granted (or a
+				// FUNLOCK applied) before that, its answer lost (a REQ retry
+				// after the session ended, or a wait resolved from a
+				// snapshot). So a twin that may have acted before the
+				// answer, beside the check that the session may be over.
+				twin := in
+				twin.Unknown = true
+				byLock[op.Lock] = append(byLock[op.Lock], porcupine.Operation{ClientId: op.Client, Input: twin, Output: lockOut{}, Call: op.Call, Return: op.Return})
+			}
 		case "fence":
 			if !in.Unknown {
 				byLock[op.Lock] = append(byLock[op.Lock], po)

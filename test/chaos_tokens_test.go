@@ -3,6 +3,9 @@ package test
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
 )
 
 // The checkers must catch the double grant of issue 12 (one Raft entry
@@ -121,5 +124,40 @@ func TestFencedStoreEqualToken(t *testing.T) {
 	}
 	if len(s.conflicted()) != 0 || s.rejected != 2 {
 		t.Errorf("legal use: conflicts %q, %d stale refused; want none and 2", s.conflicted(), s.rejected)
+	}
+}
+
+// TestNoSessionMayHaveActed: the history of TestChaos/reentrant/0 on
+// 2026-11-25 (seed 1795582095486055310) in small. c5's FLOCK … WAIT was
+// granted token 9025, but the grant's answer never reached it; the answer
+// it got, after its session had expired, was -NOSESSION (a REQ retry finds
+// the session gone, and so does a wait resolved from a snapshot). The FENCE
+// that read 9025 is explained only if a request answered -NOSESSION may have
+// acted before its answer (not before it was sent), and -NOSESSION still
+// needs a session that may have expired.
+func TestNoSessionMayHaveActed(t *testing.T) {
+	ms := func(v int64) int64 { return v * int64(time.Millisecond) }
+	history := func(acquireReturn, fenceCall, heartbeat int64) []histOp {
+		return []histOp{
+			{Client: 5, Kind: "open", Session: "c5", TTL: 1500, Outcome: outOK, Call: ms(0), Return: ms(1)},
+			{Client: 2, Kind: "open", Session: "c2", TTL: 1500, Outcome: outOK, Call: ms(0), Return: ms(1)},
+			{Client: 5, Kind: "heartbeat", Session: "c5", Outcome: outOK, Call: ms(heartbeat), Return: ms(heartbeat + 1)},
+			{Client: 2, Kind: "acquire", Lock: "l", Session: "c2", Token: 9023, Outcome: outOK, Call: ms(10), Return: ms(11)},
+			{Client: 5, Kind: "acquire", Lock: "l", Session: "c5", Err: "NOSESSION", Outcome: outOK, Call: ms(20), Return: ms(acquireReturn)},
+			{Client: 2, Kind: "release", Lock: "l", Session: "c2", Token: 9023, Outcome: outOK, Call: ms(30), Return: ms(31)},
+			{Client: 3, Kind: "fence", Lock: "l", Token: 9025, Outcome: outOK, Call: ms(fenceCall), Return: ms(fenceCall + 1)},
+		}
+	}
+	lin := func(ops []histOp) bool {
+		return porcupine.CheckOperations(lockModel(newSessionBounds(ops)), lockOperations(ops, 0)["l"])
+	}
+	if !lin(history(3000, 1000, 5)) {
+		t.Error("granted, answer lost, answered -NOSESSION after the expiry: not linearizable")
+	}
+	if lin(history(3000, 15, 5)) {
+		t.Error("a FENCE before the request was sent reads the token it may have been granted")
+	}
+	if lin(history(3000, 1000, 2000)) {
+		t.Error("-NOSESSION 1 s after a renewal of a 1.5 s session passes")
 	}
 }
