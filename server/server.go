@@ -168,7 +168,8 @@ func (s *Server) Serve(ctx context.Context) error {
 	case <-ctx.Done():
 	case err = <-errc:
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// Half the bound for the connections, the rest for Raft and Pebble.
+	sctx, cancel := context.WithTimeout(context.Background(), ShutdownBound/2)
 	defer cancel()
 	s.waits.shutdown()
 	if s.node.CanPropose() {
@@ -196,6 +197,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.log.Info("fenced stopped")
 	return err
 }
+
+// ShutdownBound is how long a node may take to stop once asked to (SIGTERM):
+// main stops the process after it whatever is still running, printing every
+// goroutine's stack, so a stop never hangs and a slow one says where.
+const ShutdownBound = 10 * time.Second
 
 // Run starts a node with cfg and serves until ctx is cancelled.
 func Run(ctx context.Context, cfg Config) error {

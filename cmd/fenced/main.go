@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
+	"time"
 
 	"github.com/fenced/fenced/server"
 )
@@ -26,6 +28,14 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		time.AfterFunc(server.ShutdownBound, func() {
+			fmt.Fprintf(os.Stderr, "fenced: shutdown took longer than %v; stopping anyway. Goroutines:\n", server.ShutdownBound)
+			pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+			os.Exit(1)
+		})
+	}()
 	if err := server.Run(ctx, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "fenced:", err)
 		os.Exit(1)
