@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fenced/fenced/lockstate"
@@ -45,6 +46,9 @@ func (e remoteError) Error() string { return string(e) }
 type connState struct {
 	link string      // the id of the node that forwards over this connection
 	sub  *subscriber // the connection's subscriptions (pubsub.go)
+	// unanswered counts the connection's writes proposed ahead and not yet
+	// answered (pipeline.go); their Laters, on the replier, decrement it.
+	unanswered atomic.Int64
 }
 
 // stateOf returns c's state, creating it. Only c's executor calls it.

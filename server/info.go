@@ -89,6 +89,7 @@ func (s *Server) infoSection(sec string) [][2]string {
 		return [][2]string{
 			{"total_commands_processed", itoa(s.stats.commands.Load())},
 			{"total_error_replies", itoa(s.stats.errors.Load())},
+			{"total_pipelined_writes", itoa(s.stats.pipelinedWrites.Load())},
 		}
 	case "keyspace":
 		var sessions, locks int

@@ -13,6 +13,9 @@ type stats struct {
 	commands atomic.Int64
 	errors   atomic.Int64
 	calls    map[string]*atomic.Int64 // per command of the table; INFO commandstats
+	// pipelinedWrites counts the writes a leader proposed while an earlier
+	// write of the same connection was still unanswered (pipeline.go).
+	pipelinedWrites atomic.Int64
 }
 
 func (s *Server) serveMetrics() (*http.Server, error) {

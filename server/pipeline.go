@@ -43,12 +43,19 @@ func (s *Server) RunsAhead(c *resp.Conn, args [][]byte) bool {
 
 // proposeAhead commits e and answers reply(result): on the leader with a
 // resp.Later, so that the connection's next write may join the same commit;
-// elsewhere through the leader, as propose does.
+// elsewhere through the leader, as propose does. A write proposed while an
+// earlier one of the connection is still unanswered is counted in INFO
+// stats as total_pipelined_writes.
 func (s *Server) proposeAhead(c *resp.Conn, e lockstate.Entry, reply func(lockstate.Result) resp.Value) resp.Value {
 	if addr, err := s.leaderAddr(); err == nil && addr == "" {
 		if wait, err := s.node.Enqueue(e); err == nil {
+			unanswered := &stateOf(c).unanswered
+			if unanswered.Add(1) > 1 {
+				s.stats.pipelinedWrites.Add(1)
+			}
 			return resp.Later(func() resp.Value {
 				res, err := wait()
+				unanswered.Add(-1)
 				return answer(res, err, reply)
 			})
 		}

@@ -35,7 +35,10 @@ func chaosBinary(t testing.TB, tags string) string {
 	if p, ok := chaosBins[tags]; ok {
 		return p
 	}
-	dir, err := os.MkdirTemp("", "fenced-chaos-")
+	// Under TestMain's directory, which is removed when the tests end: a
+	// binary serves every later test that asks for the same tags, so no
+	// one test's cleanup may remove it.
+	dir, err := os.MkdirTemp(tmpDir, "fenced-chaos-")
 	if err != nil {
 		t.Fatal(err)
 	}

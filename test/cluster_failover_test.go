@@ -8,7 +8,6 @@ import (
 	"net"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,77 +32,6 @@ func foNotSent(err error) bool {
 // nothing was applied.
 func foRetryable(err error) bool {
 	return isCode(err, "TRYAGAIN") || isCode(err, "CLUSTERDOWN")
-}
-
-// foIsServerErr reports an error reply of the server (not null, not a
-// connection error or a client timeout).
-func foIsServerErr(err error) bool {
-	var re redis.Error
-	return err != nil && !errors.Is(err, redis.Nil) && errors.As(err, &re)
-}
-
-// foDo runs one command with its own timeout.
-func foDo(c *redis.Client, timeout time.Duration, args ...any) (any, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	return c.Do(ctx, args...).Result()
-}
-
-// foStatus is a parsed RAFT.STATUS reply.
-type foStatus struct {
-	fields  map[string]string
-	members []string // "id raft_addr addr suffrage", sorted
-}
-
-func foRaftStatus(n *node) (foStatus, error) {
-	st := foStatus{fields: map[string]string{}}
-	c := redis.NewClient(n.options(3))
-	defer c.Close()
-	v, err := foDo(c, 3*time.Second, "RAFT.STATUS")
-	if err != nil {
-		return st, err
-	}
-	m, err := asMap(v)
-	if err != nil {
-		return st, err
-	}
-	for k, val := range m {
-		if k != "nodes" {
-			st.fields[k] = fmt.Sprint(val)
-			continue
-		}
-		arr, ok := val.([]any)
-		if !ok {
-			return st, fmt.Errorf("RAFT.STATUS nodes is %T %v, want an array", val, val)
-		}
-		for _, e := range arr {
-			em, err := asMap(e)
-			if err != nil {
-				return st, fmt.Errorf("RAFT.STATUS nodes: %v", err)
-			}
-			st.members = append(st.members, fmt.Sprintf("%v %v %v %v", em["id"], em["raft_addr"], em["addr"], em["suffrage"]))
-		}
-	}
-	sort.Strings(st.members)
-	return st, nil
-}
-
-func mustFoStatus(t testing.TB, n *node) foStatus {
-	t.Helper()
-	st, err := foRaftStatus(n)
-	if err != nil {
-		t.Fatalf("RAFT.STATUS of %s: %v", n.addr, err)
-	}
-	return st
-}
-
-func (s foStatus) int(t testing.TB, key string) int64 {
-	t.Helper()
-	var v int64
-	if _, err := fmt.Sscan(s.fields[key], &v); err != nil {
-		t.Fatalf("RAFT.STATUS %s = %q: %v", key, s.fields[key], err)
-	}
-	return v
 }
 
 // foLogTime returns the time of the first line of n's stderr at or after
@@ -297,7 +225,7 @@ func (w *foWorker) write(args ...any) (any, foOutcome, error) {
 			return nil, foGaveUp, nil
 		}
 		sent := time.Now()
-		v, err := foDo(w.clients[node], foCmdTimeout, args...)
+		v, err := doWithin(w.clients[node], foCmdTimeout, args...)
 		done := time.Now()
 		switch {
 		case err == nil || errors.Is(err, redis.Nil):
@@ -313,7 +241,7 @@ func (w *foWorker) write(args ...any) (any, foOutcome, error) {
 		case isCode(err, "UNCERTAIN"):
 			w.r.unknowns.Add(1)
 			return nil, foUnknown, err
-		case foIsServerErr(err):
+		case isReplyErr(err):
 			return v, foDecided, err
 		case foNotSent(err):
 			w.r.notSentErrs.Add(1)
@@ -338,14 +266,14 @@ func (w *foWorker) read(args ...any) (any, bool, error) {
 			w.r.fail("worker %d: %v: no answer within 60s", w.id, args)
 			return nil, false, nil
 		}
-		v, err := foDo(w.clients[node], foCmdTimeout, args...)
+		v, err := doWithin(w.clients[node], foCmdTimeout, args...)
 		switch {
 		case err == nil || errors.Is(err, redis.Nil):
 			return v, true, err
 		case isCode(err, "TRYAGAIN") || isCode(err, "CLUSTERDOWN") || isCode(err, "UNCERTAIN"):
 			w.r.retries.Add(1)
 			time.Sleep(10 * time.Millisecond)
-		case foIsServerErr(err):
+		case isReplyErr(err):
 			return v, true, err
 		default:
 			w.r.readConnErrs.Add(1)
@@ -568,7 +496,7 @@ func TestClusterLeaderKill(t *testing.T) {
 	for rep := range foKills {
 		waitProgress(200, "load before the kill")
 		leader := c.leader(20 * time.Second)
-		before := mustFoStatus(t, leader)
+		before := mustRaftStatus(t, leader)
 		t0 := time.Now()
 		leader.kill()
 		r.epoch.Add(1)
@@ -586,7 +514,7 @@ func TestClusterLeaderKill(t *testing.T) {
 		dec, _ := r.firstFlockAfter(t0, false)
 		firstDecided = append(firstDecided, dec.done.Sub(t0))
 		newLeader := c.leader(20 * time.Second)
-		after := mustFoStatus(t, newLeader)
+		after := mustRaftStatus(t, newLeader)
 		// Where the time went, from the servers' logs.
 		phases := ""
 		for _, n := range c.followers(leader) {
@@ -606,13 +534,13 @@ func TestClusterLeaderKill(t *testing.T) {
 		rs := time.Now()
 		leader.restart()
 		eventually(t, 30*time.Second, "the restarted node to follow the new leader", func() bool {
-			st, err := foRaftStatus(leader)
+			st, err := raftStatusOf(leader, 3*time.Second)
 			return err == nil && st.fields["role"] == "follower" && st.fields["leader_id"] != "" &&
 				st.fields["node_id"] == ids[leader] && st.fields["voters"] == "3"
 		})
-		st := mustFoStatus(t, leader)
-		if !slices.Equal(st.members, before.members) {
-			t.Errorf("after its restart %s sees members %v, want %v as before the kill", ids[leader], st.members, before.members)
+		st := mustRaftStatus(t, leader)
+		if !slices.Equal(st.members(), before.members()) {
+			t.Errorf("after its restart %s sees members %v, want %v as before the kill", ids[leader], st.members(), before.members())
 		}
 		t.Logf("kill %d: %s restarted and follows %s in %v", rep+1, ids[leader], st.fields["leader_id"], time.Since(rs).Round(time.Millisecond))
 	}
@@ -824,19 +752,19 @@ func TestClusterRestartAll(t *testing.T) {
 
 	// Every node's applied index before the crash (each at least the
 	// leader's index of the entry above, once it has applied it).
-	leaderApplied := mustFoStatus(t, leader).int(t, "applied_index")
+	leaderApplied := mustRaftStatus(t, leader).int(t, "applied_index")
 	appliedBefore := map[*node]int64{}
 	var maxApplied int64
 	for _, n := range c.nodes {
 		eventually(t, 10*time.Second, "every node to apply the last entry", func() bool {
-			st, err := foRaftStatus(n)
+			st, err := raftStatusOf(n, 3*time.Second)
 			return err == nil && st.int(t, "applied_index") >= leaderApplied
 		})
-		st := mustFoStatus(t, n)
+		st := mustRaftStatus(t, n)
 		appliedBefore[n] = st.int(t, "applied_index")
 		maxApplied = max(maxApplied, appliedBefore[n])
 	}
-	membersBefore := mustFoStatus(t, leader).members
+	membersBefore := mustRaftStatus(t, leader).members()
 
 	for _, n := range c.nodes {
 		n.kill()
@@ -858,12 +786,12 @@ func TestClusterRestartAll(t *testing.T) {
 	t.Logf("all three killed and restarted; leader %s serves every node %v after the crash", c.id(newLeader), time.Since(crashed).Round(time.Millisecond))
 
 	for _, n := range c.nodes {
-		st := mustFoStatus(t, n)
+		st := mustRaftStatus(t, n)
 		if a := st.int(t, "applied_index"); a < appliedBefore[n] {
 			t.Errorf("node %s: applied_index %d after the restart, %d before", c.id(n), a, appliedBefore[n])
 		}
-		if st.fields["voters"] != "3" || !slices.Equal(st.members, membersBefore) {
-			t.Errorf("node %s after the restart: voters %s, members %v; want 3 and %v", c.id(n), st.fields["voters"], st.members, membersBefore)
+		if st.fields["voters"] != "3" || !slices.Equal(st.members(), membersBefore) {
+			t.Errorf("node %s after the restart: voters %s, members %v; want 3 and %v", c.id(n), st.fields["voters"], st.members(), membersBefore)
 		}
 	}
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -69,23 +71,106 @@ func (c *cluster) id(n *node) string {
 	return c.ids[slices.Index(c.nodes, n)]
 }
 
-// status is RAFT.STATUS of one node, without the leadership check.
-func status(ctx context.Context, n *node) (map[string]string, error) {
-	cl := redis.NewClient(n.options(3))
-	defer cl.Close()
-	v, err := cl.Do(ctx, "RAFT.STATUS").Result()
+// raftMember is one element of RAFT.STATUS nodes.
+type raftMember struct{ ID, RaftAddr, Addr, Suffrage string }
+
+// raftStatus is a parsed RAFT.STATUS reply.
+type raftStatus struct {
+	fields map[string]string // every field but nodes, as text
+	nodes  []raftMember      // in reply order
+}
+
+// raftStatusOf asks n for RAFT.STATUS, without the leadership check.
+func raftStatusOf(n *node, timeout time.Duration) (raftStatus, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return raftStatusCtx(ctx, n)
+}
+
+func mustRaftStatus(t testing.TB, n *node) raftStatus {
+	t.Helper()
+	st, err := raftStatusOf(n, 3*time.Second)
 	if err != nil {
-		return nil, err
+		t.Fatalf("RAFT.STATUS of %s: %v", n.addr, err)
+	}
+	return st
+}
+
+// status is the fields of n's RAFT.STATUS, as the chaos harness reads them.
+func status(ctx context.Context, n *node) (map[string]string, error) {
+	st, err := raftStatusCtx(ctx, n)
+	return st.fields, err
+}
+
+func raftStatusCtx(ctx context.Context, n *node) (raftStatus, error) {
+	st := raftStatus{fields: map[string]string{}}
+	c := redis.NewClient(n.options(3))
+	defer c.Close()
+	v, err := c.Do(ctx, "RAFT.STATUS").Result()
+	if err != nil {
+		return st, err
 	}
 	m, err := asMap(v)
 	if err != nil {
-		return nil, err
+		return st, err
 	}
-	out := map[string]string{}
-	for k, v := range m {
-		out[k] = fmt.Sprint(v)
+	for k, val := range m {
+		if k != "nodes" {
+			st.fields[k] = fmt.Sprint(val)
+			continue
+		}
+		arr, ok := val.([]any)
+		if !ok {
+			return st, fmt.Errorf("RAFT.STATUS nodes is %T %v, want an array", val, val)
+		}
+		for _, e := range arr {
+			em, err := asMap(e)
+			if err != nil {
+				return st, fmt.Errorf("RAFT.STATUS nodes: %v", err)
+			}
+			st.nodes = append(st.nodes, raftMember{
+				ID: fmt.Sprint(em["id"]), RaftAddr: fmt.Sprint(em["raft_addr"]),
+				Addr: fmt.Sprint(em["addr"]), Suffrage: fmt.Sprint(em["suffrage"]),
+			})
+		}
 	}
-	return out, nil
+	return st, nil
+}
+
+// int is a numeric field; it fails the test if the field is not a number.
+func (s raftStatus) int(t testing.TB, key string) int64 {
+	t.Helper()
+	v, err := strconv.ParseInt(s.fields[key], 10, 64)
+	if err != nil {
+		t.Fatalf("RAFT.STATUS %s = %q: %v", key, s.fields[key], err)
+	}
+	return v
+}
+
+// memberIDs are the ids of the members, sorted.
+func (s raftStatus) memberIDs() []string {
+	var ids []string
+	for _, m := range s.nodes {
+		ids = append(ids, m.ID)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// members are the members as "id raft_addr addr suffrage", sorted.
+func (s raftStatus) members() []string {
+	var out []string
+	for _, m := range s.nodes {
+		out = append(out, fmt.Sprintf("%s %s %s %s", m.ID, m.RaftAddr, m.Addr, m.Suffrage))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s raftStatus) String() string {
+	return fmt.Sprintf("role=%s term=%s leader_id=%s commit=%s applied=%s first=%s last=%s voters=%s nodes=%v",
+		s.fields["role"], s.fields["term"], s.fields["leader_id"], s.fields["commit_index"], s.fields["applied_index"],
+		s.fields["first_index"], s.fields["last_index"], s.fields["voters"], s.nodes)
 }
 
 // leader waits until exactly one live node reports itself leader and a
@@ -99,10 +184,8 @@ func (c *cluster) leader(timeout time.Duration) *node {
 			if !n.alive() || n.paused() {
 				continue
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			st, err := status(ctx, n)
-			cancel()
-			if err == nil && st["role"] == "leader" {
+			st, err := raftStatusOf(n, time.Second)
+			if err == nil && st.fields["role"] == "leader" {
 				if found != nil {
 					return false // two claim it: wait for the old one to notice
 				}
@@ -140,10 +223,8 @@ func (c *cluster) waitVoters(want int) {
 			if !n.alive() || n.paused() {
 				continue
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			st, err := status(ctx, n)
-			cancel()
-			if err == nil && st["role"] == "leader" && st["voters"] == fmt.Sprint(want) {
+			st, err := raftStatusOf(n, time.Second)
+			if err == nil && st.fields["role"] == "leader" && st.fields["voters"] == fmt.Sprint(want) {
 				return true
 			}
 		}

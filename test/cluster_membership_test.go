@@ -1,13 +1,11 @@
 package test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,8 +16,8 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// Helpers shared by the cluster tests of this file, cluster_reads_test.go
-// and cluster_clock_test.go.
+// Helpers shared by the cluster tests of this file, cluster_reads_test.go,
+// cluster_clock_test.go, cluster_failover_test.go and cluster_uncertain_test.go.
 
 // notServing reports the errors of a node that cannot serve right now
 // (SPEC section 6): -TRYAGAIN and -CLUSTERDOWN (nothing applied) and
@@ -35,93 +33,11 @@ func isReplyErr(err error) bool {
 	return err != nil && !errors.Is(err, redis.Nil) && errors.As(err, &re)
 }
 
-// doWithin runs one command with its own timeout.
-func doWithin(c *redis.Client, timeout time.Duration, args ...any) (any, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	return c.Do(ctx, args...).Result()
-}
-
 // withClient runs fn with a temporary client of n.
 func withClient(n *node, fn func(c *redis.Client)) {
 	c := redis.NewClient(n.options(3))
 	defer c.Close()
 	fn(c)
-}
-
-// clusterMember is one element of RAFT.STATUS nodes.
-type clusterMember struct{ ID, RaftAddr, Addr, Suffrage string }
-
-// clusterStatus is a parsed RAFT.STATUS reply.
-type clusterStatus struct {
-	fields map[string]string
-	nodes  []clusterMember
-}
-
-func (s clusterStatus) num(key string) uint64 {
-	v, _ := strconv.ParseUint(s.fields[key], 10, 64)
-	return v
-}
-
-func (s clusterStatus) memberIDs() []string {
-	var ids []string
-	for _, m := range s.nodes {
-		ids = append(ids, m.ID)
-	}
-	sort.Strings(ids)
-	return ids
-}
-
-func (s clusterStatus) String() string {
-	return fmt.Sprintf("role=%s term=%s leader_id=%s commit=%s applied=%s first=%s last=%s voters=%s nodes=%v",
-		s.fields["role"], s.fields["term"], s.fields["leader_id"], s.fields["commit_index"], s.fields["applied_index"],
-		s.fields["first_index"], s.fields["last_index"], s.fields["voters"], s.nodes)
-}
-
-// raftStatusOf asks n for RAFT.STATUS.
-func raftStatusOf(n *node) (clusterStatus, error) {
-	var st clusterStatus
-	var v any
-	var err error
-	withClient(n, func(c *redis.Client) { v, err = doWithin(c, 3*time.Second, "RAFT.STATUS") })
-	if err != nil {
-		return st, err
-	}
-	m, err := asMap(v)
-	if err != nil {
-		return st, err
-	}
-	st.fields = map[string]string{}
-	for k, val := range m {
-		if k != "nodes" {
-			st.fields[k] = fmt.Sprint(val)
-			continue
-		}
-		arr, ok := val.([]any)
-		if !ok {
-			return st, fmt.Errorf("RAFT.STATUS nodes is %T %v, want an array", val, val)
-		}
-		for _, e := range arr {
-			em, err := asMap(e)
-			if err != nil {
-				return st, fmt.Errorf("RAFT.STATUS nodes: %v", err)
-			}
-			st.nodes = append(st.nodes, clusterMember{
-				ID: fmt.Sprint(em["id"]), RaftAddr: fmt.Sprint(em["raft_addr"]),
-				Addr: fmt.Sprint(em["addr"]), Suffrage: fmt.Sprint(em["suffrage"]),
-			})
-		}
-	}
-	return st, nil
-}
-
-func mustRaftStatus(t testing.TB, n *node) clusterStatus {
-	t.Helper()
-	st, err := raftStatusOf(n)
-	if err != nil {
-		t.Fatalf("RAFT.STATUS of %s: %v", n.addr, err)
-	}
-	return st
 }
 
 // transferLeadership makes target the leader with RAFT.TRANSFER id, sent
@@ -416,7 +332,7 @@ func removeMember(t *testing.T, c *cluster, victim *node) {
 			continue
 		}
 		eventually(t, 20*time.Second, fmt.Sprintf("%s to leave the configuration seen by %s", id, c.id(n)), func() bool {
-			st, err := raftStatusOf(n)
+			st, err := raftStatusOf(n, 3*time.Second)
 			return err == nil && !slices.Contains(st.memberIDs(), id)
 		})
 	}
@@ -638,7 +554,7 @@ func TestClusterWipedNodeRejoinsBySnapshot(t *testing.T) {
 	// --snapshot-threshold 64: raft checks it every 1–2 s and compacts.
 	eventually(t, 15*time.Second, "the leader to snapshot and truncate its log by itself", func() bool {
 		st = mustRaftStatus(t, leader)
-		return st.num("first_index") > 1
+		return st.int(t, "first_index") > 1
 	})
 
 	removeMemberDead(t, c, victimID)
@@ -646,23 +562,23 @@ func TestClusterWipedNodeRejoinsBySnapshot(t *testing.T) {
 
 	// The log is truncated now: a newcomer can't replay it from index 1.
 	st = mustRaftStatus(t, leader)
-	if st.num("first_index") <= 1 {
+	if st.int(t, "first_index") <= 1 {
 		t.Fatalf("leader's first_index is %s before the join, want > 1 (log truncated)", st.fields["first_index"])
 	}
-	commitAtJoin := st.num("commit_index")
+	commitAtJoin := st.int(t, "commit_index")
 	t.Logf("before the join, leader: %v", st)
 
 	joinStart := time.Now()
 	n4 := c.add("n4", flags...)
 	c.waitVoters(3)
-	var ns clusterStatus
+	var ns raftStatus
 	eventually(t, 30*time.Second, "n4 to apply the leader's commit index at join time", func() bool {
-		s, err := raftStatusOf(n4)
+		s, err := raftStatusOf(n4, 3*time.Second)
 		ns = s
-		return err == nil && s.num("applied_index") >= commitAtJoin
+		return err == nil && s.int(t, "applied_index") >= commitAtJoin
 	})
 	t.Logf("n4 caught up and voter %v after starting: %v", time.Since(joinStart).Round(time.Millisecond), ns)
-	if fi := ns.num("first_index"); fi == 1 {
+	if fi := ns.int(t, "first_index"); fi == 1 {
 		t.Errorf("n4's log starts at index 1: it replayed the log instead of installing a snapshot (leader first_index %s)", st.fields["first_index"])
 	}
 	for _, line := range strings.Split(n4.stderr(), "\n") {

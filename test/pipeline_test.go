@@ -9,11 +9,15 @@ import (
 
 // TestLeaderPipelinedWrites: on the leader, consecutive pipelined writes
 // start before the earlier ones have committed (they share commits); their
-// replies still come in order, and a read after them sees every one.
+// replies still come in order, and a read after them sees every one. That
+// the writes did start early is what INFO stats total_pipelined_writes
+// counts: writes proposed while an earlier write of the connection was
+// still unanswered, which only pipelining produces.
 func TestLeaderPipelinedWrites(t *testing.T) {
 	n := startNode(t, nodeOpts{})
 	cl := n.soloClient(t)
 	s := openSession(t, cl, 10000, "pipe")
+	pipelinedBefore := pipelinedWrites(t, cl)
 	const rounds, run = 10, 20
 	pipe := cl.Pipeline()
 	type step struct {
@@ -23,6 +27,9 @@ func TestLeaderPipelinedWrites(t *testing.T) {
 	var steps []step
 	add := func(want string, args ...any) { steps = append(steps, step{pipe.Do(tctx(t), args...), want}) }
 	holds := 0
+	// mayPipeline counts the writes that follow another write of the
+	// pipeline (not the first one, nor one after a read, which waits).
+	mayPipeline := 0
 	for r := range rounds {
 		for i := range run {
 			k := fmt.Sprintf("k%d", i)
@@ -32,6 +39,7 @@ func TestLeaderPipelinedWrites(t *testing.T) {
 			holds++
 			add("10000", "SESSION.HEARTBEAT", s)
 		}
+		mayPipeline += 3*run - 1
 		// Reads wait for the writes before them.
 		for i := range run {
 			add(fmt.Sprintf("%d.%d", r, i), "GET", fmt.Sprintf("k%d", i))
@@ -41,6 +49,7 @@ func TestLeaderPipelinedWrites(t *testing.T) {
 	for i := range holds {
 		add(fmt.Sprint(holds-1-i), "FUNLOCK", "p", s)
 	}
+	mayPipeline += holds - 1
 	if _, err := pipe.Exec(tctx(t)); err != nil {
 		t.Fatalf("pipeline: %v", err)
 	}
@@ -72,4 +81,19 @@ func TestLeaderPipelinedWrites(t *testing.T) {
 	if v, err := cl.Do(tctx(t), "FENCE", "p").Result(); err != redis.Nil {
 		t.Fatalf("after releasing every hold FENCE p = %v %v, want null", v, err)
 	}
+	// The connection's writes were proposed without waiting for each
+	// other: most of those that could be were, and no other command was
+	// counted.
+	pipelined := pipelinedWrites(t, cl) - pipelinedBefore
+	t.Logf("%d of the %d writes that followed another write were proposed before it was answered", pipelined, mayPipeline)
+	if pipelined < int64(mayPipeline)/2 || pipelined > int64(mayPipeline) {
+		t.Errorf("INFO stats total_pipelined_writes grew by %d over the pipeline, want at least half of the %d writes that followed another write (and at most all of them)",
+			pipelined, mayPipeline)
+	}
+}
+
+// pipelinedWrites is INFO stats total_pipelined_writes.
+func pipelinedWrites(t testing.TB, c *redis.Client) int64 {
+	t.Helper()
+	return infoInt(t, infoSection(t, c, "stats"), "total_pipelined_writes")
 }
