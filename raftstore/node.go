@@ -54,11 +54,24 @@ type Config struct {
 	// RaftAddr (a NAT, or the fault tests' proxy).
 	RaftAdvertise string
 	Dir           string // data directory
-	Bootstrap     bool   // start a new single-voter cluster if there is no state
+	Bootstrap     bool   // start a new cluster if there is no state: this node alone, or BootstrapServers
 	State         lockstate.Config
 	Clock         Clock
 	Observer      Observer
 	Logger        *slog.Logger
+
+	// BootstrapServers is the first configuration of a cluster this node
+	// bootstraps, for clusters that start with several members (in-process
+	// test clusters; a deployment grows one node at a time with RAFT.JOIN).
+	// Every node bootstrapped together must be given the same list, this
+	// node in it. Empty means this node alone, at its transport's address.
+	BootstrapServers []Server
+	// Transport, if set, carries Raft's messages instead of the TCP
+	// transport built from RaftAddr and RaftAdvertise, which are then
+	// ignored: tests connect nodes in memory (raft.InmemTransport). Open
+	// takes it over, whether it succeeds or not: the node closes it, if it
+	// is an io.Closer, when it closes or when Open fails.
+	Transport raft.Transport
 
 	// Raft timing; zero values take the defaults below.
 	HeartbeatTimeout  time.Duration
@@ -95,7 +108,7 @@ type Node struct {
 	db        *pebble.DB
 	logs      *LogStore
 	raft      *raft.Raft
-	trans     *raft.NetworkTransport
+	trans     raft.Transport // the node's own: closed by Close
 	fsm       *fsm
 	readyTerm atomic.Uint64 // term whose barrier this node applied as leader
 	existing  bool          // the data directory held Raft state at start
@@ -112,16 +125,16 @@ type Node struct {
 // already applied, and starts Raft.
 func Open(cfg Config) (*Node, error) {
 	cfg.setDefaults()
-	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("raftstore: data dir: %w", err)
-	}
-	db, err := OpenDB(filepath.Join(cfg.Dir, "pebble"))
-	if err != nil {
-		return nil, err
-	}
-	n := &Node{cfg: cfg, db: db, appliedCh: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	n := &Node{cfg: cfg, trans: cfg.Transport, appliedCh: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	if err := n.open(); err != nil {
-		db.Close()
+		// The transport is the node's, given or built: a failed Open must
+		// not leave it listening.
+		if n.trans != nil {
+			closeTransport(n.trans)
+		}
+		if n.db != nil {
+			n.db.Close()
+		}
 		return nil, err
 	}
 	n.verify = &verifier{check: func() error { return n.raft.VerifyLeader().Error() }}
@@ -129,9 +142,17 @@ func Open(cfg Config) (*Node, error) {
 	return n, nil
 }
 
+// open opens the storage and starts Raft. On error, Open closes what it
+// left in n.db and n.trans.
 func (n *Node) open() error {
 	cfg := n.cfg
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return fmt.Errorf("raftstore: data dir: %w", err)
+	}
 	var err error
+	if n.db, err = OpenDB(filepath.Join(cfg.Dir, "pebble")); err != nil {
+		return err
+	}
 	if n.logs, err = NewLogStore(n.db); err != nil {
 		return err
 	}
@@ -152,13 +173,15 @@ func (n *Node) open() error {
 	if err := n.restoreNewerSnapshot(snaps); err != nil {
 		return err
 	}
-	stream, err := newStreamLayer(cfg.RaftAddr, cfg.RaftAdvertise)
-	if err != nil {
-		return err
+	if n.trans == nil {
+		stream, err := newStreamLayer(cfg.RaftAddr, cfg.RaftAdvertise)
+		if err != nil {
+			return err
+		}
+		n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream: stream, MaxPool: 4, Timeout: 10 * time.Second, Logger: hlog,
+		})
 	}
-	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: stream, MaxPool: 4, Timeout: 10 * time.Second, Logger: hlog,
-	})
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.Logger = hlog
@@ -194,16 +217,40 @@ func (n *Node) open() error {
 	}
 	n.existing = existing
 	if n.raft, err = raft.NewRaft(rc, n.fsm, cache, n.logs, snaps, n.trans); err != nil {
-		n.trans.Close()
 		return fmt.Errorf("raftstore: start raft: %w", err)
 	}
 	if !existing && cfg.Bootstrap {
-		conf := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: n.trans.LocalAddr()}}}
-		if err := n.raft.BootstrapCluster(conf).Error(); err != nil {
-			n.raft.Shutdown()
-			n.trans.Close()
+		if err := n.raft.BootstrapCluster(n.bootstrapConfiguration()).Error(); err != nil {
+			// Wait for raft's goroutines: Open closes the database next.
+			n.raft.Shutdown().Error()
 			return fmt.Errorf("raftstore: bootstrap: %w", err)
 		}
+	}
+	return nil
+}
+
+// bootstrapConfiguration is the configuration a bootstrapping node starts
+// the cluster with: BootstrapServers, or this node alone.
+func (n *Node) bootstrapConfiguration() raft.Configuration {
+	if len(n.cfg.BootstrapServers) == 0 {
+		return raft.Configuration{Servers: []raft.Server{{ID: raft.ServerID(n.cfg.ID), Address: n.trans.LocalAddr()}}}
+	}
+	var conf raft.Configuration
+	for _, s := range n.cfg.BootstrapServers {
+		suffrage := raft.Nonvoter
+		if s.Voter {
+			suffrage = raft.Voter
+		}
+		conf.Servers = append(conf.Servers, raft.Server{Suffrage: suffrage, ID: raft.ServerID(s.ID), Address: raft.ServerAddress(s.RaftAddr)})
+	}
+	return conf
+}
+
+// closeTransport closes t if it can be closed: raft.Transport itself has no
+// Close (raft.WithClose is optional).
+func closeTransport(t raft.Transport) error {
+	if c, ok := t.(io.Closer); ok {
+		return c.Close()
 	}
 	return nil
 }
@@ -506,7 +553,7 @@ func (n *Node) Close() error {
 	close(n.stop)
 	<-n.done
 	err := n.raft.Shutdown().Error()
-	if cerr := n.trans.Close(); err == nil {
+	if cerr := closeTransport(n.trans); err == nil {
 		err = cerr
 	}
 	if serr := n.fsm.sync(); err == nil {
