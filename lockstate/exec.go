@@ -307,8 +307,3 @@ func cmdPersist(s *State, a [][]byte, now int64) reply.Value {
 	}
 	return reply.IntOf(0)
 }
-
-const (
-	maxInt64 = math.MaxInt64
-	minInt64 = math.MinInt64
-)

@@ -1,6 +1,7 @@
 package lockstate
 
 import (
+	"math"
 	"slices"
 	"strconv"
 
@@ -128,7 +129,7 @@ func cmdHincrBy(s *State, a [][]byte, now int64) reply.Value {
 			}
 		}
 	}
-	if (p.By > 0 && n > maxInt64-p.By) || (p.By < 0 && n < minInt64-p.By) {
+	if (p.By > 0 && n > math.MaxInt64-p.By) || (p.By < 0 && n < math.MinInt64-p.By) {
 		return errIncrOverflow
 	}
 	n += p.By

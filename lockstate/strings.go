@@ -1,6 +1,7 @@
 package lockstate
 
 import (
+	"math"
 	"strconv"
 
 	"github.com/fenced/fenced/commands"
@@ -199,7 +200,7 @@ func cmdIncr(s *State, a [][]byte, now int64) reply.Value {
 			return errNotInt
 		}
 	}
-	if n == maxInt64 {
+	if n == math.MaxInt64 {
 		return errIncrOverflow
 	}
 	n++
