@@ -20,9 +20,15 @@ run: build ## run a single node on 127.0.0.1:6379 with data in ./fenced-data
 cluster: build ## run a local 3-node cluster on 127.0.0.1:6379-6381 with data in ./cluster-data
 	BIN=$(BIN) ./scripts/cluster.sh
 
-test: ## vet, then every unit, integration and fuzz-seed test with -race
+# Tests that run in one goroutine and are all CPU skip themselves under
+# -race (the detector has nothing to find in them); make test runs them here
+# without it.
+NORACE    := ^(TestModel|TestExhaustive|TestResourceBombs)$$
+
+test: ## vet, then every unit, integration and fuzz-seed test with -race (and the one-goroutine CPU-bound ones without)
 	$(GO) vet $(PKGS)
-	$(GO) test -race -timeout 15m $(PKGS)
+	$(GO) test -race -parallel 4 -timeout 15m $(PKGS)
+	$(GO) test -count=1 -run '$(NORACE)' ./lockstate ./script
 
 chaos: ## the long fault-test profile: 3 seeds x 200 s of faults per workload, then the planted bugs (about 35 min)
 	set -o pipefail; FENCED_CHAOS=long $(GO) test -count=1 -timeout 80m -v -run 'TestChaos' ./test | tee chaos-report.txt | grep -E '^\s+(seed|ops|faults|fenced store|checkers|detected|chaos_test)|^(---|ok|FAIL)|--- '

@@ -73,7 +73,7 @@ func startFenced(ctx context.Context, bin, tmp, name string, size int, metrics b
 	for range size {
 		join := ""
 		if len(c.nodes) > 0 {
-			join = c.nodes[0].addr // the brief's layout: n2, n3 join through n1
+			join = c.nodes[0].addr // as make cluster does: n2, n3 join through n1
 		}
 		if _, err := c.addNode(ctx, join); err != nil {
 			c.stop()

@@ -1,9 +1,9 @@
-// Command bench is the side-by-side comparison of SPEC section 10 (issue
-// 6): it starts fenced (1 node and 3 nodes), redis-server (no persistence
-// and appendfsync always) and a 3-member etcd on loopback, measures the same
-// lock workloads on each in one run, and prints markdown tables with the
-// ratios of fenced to each peer, the SPEC targets met or missed, a JSON file
-// and an SVG plot.
+// Command bench is fenced's side-by-side benchmark: it starts fenced (1 node
+// and 3 nodes), redis-server (no persistence and appendfsync always) and a
+// 3-member etcd on loopback, measures the same lock workloads on each in one
+// run, and prints markdown tables with the ratios of fenced to each peer,
+// the performance targets P1-P8 (spec.go) met or missed, a JSON file and an
+// SVG plot.
 package main
 
 import (

@@ -162,7 +162,7 @@ func (b *bench) runTarget(ctx context.Context, t string) {
 		}
 		defer r.stop()
 		addrs := []string{r.addr}
-		// The brief's open-loop targets are fenced, durable redis and etcd:
+		// The open-loop step runs on fenced, durable redis and etcd:
 		// redis without persistence is no peer for a 5,000/s durable load.
 		paths = []lockPath{{series: t, path: "redsync", solo: redsyncPath(addrs, false), queue: redsyncPath(addrs, true), openLoop: t == "redis-aof"}}
 	case "etcd-3":

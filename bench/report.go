@@ -129,7 +129,7 @@ func seriesOrder() []string {
 }
 
 // fencedSeries are the series whose ratios to the peers are given (the
-// native path; the 3-node cluster first, as SPEC section 10 measures it),
+// native path; the 3-node cluster first, as the targets measure it),
 // and peerSeries the peers they are divided by.
 func fencedSeries() []string { return []string{"fenced-3", "fenced-1"} }
 func peerSeries() []string   { return []string{"redis", "redis-aof", "etcd-3"} }

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// check is one SPEC section 10 target (P1-P8) against what this run
+// check is one performance target (P1-P8) against what this run
 // measured. The ratios, not the absolute figures, are the targets: absolute
 // numbers on a shared machine drift by ±30 %.
 type check struct {
@@ -78,7 +78,7 @@ func (r *report) stepRatio(workload, a, b string, clients int, get func(stepResu
 	return ratio(*x, *y)
 }
 
-// specChecks evaluates every SPEC section 10 target this run has figures
+// specChecks evaluates every performance target this run has figures
 // for; one that lacks them is listed as not measured, never dropped.
 func specChecks(r *report, offeredRate int64, scale scaleSpec, hb heartbeatSpec) []check {
 	var out []check
@@ -168,8 +168,8 @@ func sig3(v float64) string {
 }
 
 // medianChecks is the targets over several runs of the same checks: each
-// figure is the median of the runs that measured it (SPEC section 10 asks
-// for the median of 3), with every run's figure in the note.
+// figure is the median of the runs that measured it (the targets are
+// judged on the median of 3), with every run's figure in the note.
 func medianChecks(runs [][]check) []check {
 	if len(runs) == 0 {
 		return nil

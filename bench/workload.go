@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// contendedClients is fixed by SPEC section 10 (P4: 16 clients, one lock).
+// contendedClients is fixed by target P4 (16 clients, one lock; spec.go).
 const contendedClients = 16
 
 // closedSpec is one closed-loop step: each worker acquires, releases and

@@ -21,7 +21,7 @@ func args(line string) [][]byte {
 }
 
 // msg is an error's text as a client sees it: without the package prefix.
-func msg(err error) string { return strings.TrimPrefix(err.Error(), "commands: ") }
+func msg(err error) string { return strings.TrimPrefix(err.Error(), "ERR ") }
 
 func TestCheck(t *testing.T) {
 	tab := New()

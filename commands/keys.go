@@ -1,32 +1,24 @@
 package commands
 
 import (
-	"errors"
 	"fmt"
+	"github.com/fenced/fenced/reply"
 	"strings"
 
 	"github.com/fenced/fenced/internal/ms"
 )
 
-// Errors of the keyspace parsers, in Redis's words (the server prefixes
-// "ERR "; ErrorText does it for callers that build a reply themselves).
+// Errors of the keyspace parsers, in Redis's words.
 var (
 	// ErrInvalidExpire is wrapped with the command's name: "invalid expire
 	// time in 'set' command".
-	ErrInvalidExpire = errors.New("commands: invalid expire time")
+	ErrInvalidExpire = reply.NewErr("ERR", "invalid expire time")
 	// ErrExpireNX and ErrExpireGTLT are EXPIRE's incompatible options.
-	ErrExpireNX   = errors.New("commands: NX and XX, GT or LT options at the same time are not compatible")
-	ErrExpireGTLT = errors.New("commands: GT and LT options at the same time are not compatible")
+	ErrExpireNX   = reply.NewErr("ERR", "NX and XX, GT or LT options at the same time are not compatible")
+	ErrExpireGTLT = reply.NewErr("ERR", "GT and LT options at the same time are not compatible")
 	// ErrUnsupportedOption is EXPIRE's unknown option, followed by it.
-	ErrUnsupportedOption = errors.New("commands: Unsupported option")
+	ErrUnsupportedOption = reply.NewErr("ERR", "Unsupported option")
 )
-
-// ErrorText is the text of a parse error as a client sees it, with its
-// code: "ERR syntax error", "ERR wrong number of arguments for 'get'
-// command".
-func ErrorText(err error) string {
-	return "ERR " + strings.TrimPrefix(err.Error(), "commands: ")
-}
 
 func invalidExpire(cmd string) error {
 	return fmt.Errorf("%w in '%s' command", ErrInvalidExpire, cmd)
@@ -271,4 +263,4 @@ func ParseCount(args [][]byte) (int64, error) {
 }
 
 // ErrOutOfRange is LPOP's error for a negative or non-integer count.
-var ErrOutOfRange = errors.New("commands: value is out of range, must be positive")
+var ErrOutOfRange = reply.NewErr("ERR", "value is out of range, must be positive")

@@ -38,8 +38,8 @@ func TestCheckKeyspace(t *testing.T) {
 		t.Error("set is a Write command")
 	}
 	_, err := tab.Check(args("get"))
-	if ErrorText(err) != "ERR wrong number of arguments for 'get' command" {
-		t.Errorf("ErrorText = %q", ErrorText(err))
+	if err.Error() != "ERR wrong number of arguments for 'get' command" {
+		t.Errorf("error = %q", err.Error())
 	}
 }
 

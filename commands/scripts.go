@@ -1,7 +1,7 @@
 package commands
 
 import (
-	"errors"
+	"github.com/fenced/fenced/reply"
 	"math"
 	"math/big"
 	"strconv"
@@ -10,10 +10,10 @@ import (
 
 // Errors of EVAL, EVALSHA and BLPOP, in Redis's words.
 var (
-	ErrNumKeysTooLarge = errors.New("commands: Number of keys can't be greater than number of args")
-	ErrNumKeysNegative = errors.New("commands: Number of keys can't be negative")
-	ErrTimeoutNotFloat = errors.New("commands: timeout is not a float or out of range")
-	ErrTimeoutNegative = errors.New("commands: timeout is negative")
+	ErrNumKeysTooLarge = reply.NewErr("ERR", "Number of keys can't be greater than number of args")
+	ErrNumKeysNegative = reply.NewErr("ERR", "Number of keys can't be negative")
+	ErrTimeoutNotFloat = reply.NewErr("ERR", "timeout is not a float or out of range")
+	ErrTimeoutNegative = reply.NewErr("ERR", "timeout is negative")
 )
 
 // Eval is EVAL script numkeys key... arg... or EVALSHA sha1 numkeys ....

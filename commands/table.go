@@ -5,24 +5,25 @@
 package commands
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/fenced/fenced/reply"
 )
 
 // Errors returned by parsing. Each is a decided "-ERR" reply; nothing was
 // applied.
 var (
 	// ErrUnknown is returned by Check for a name not in the table.
-	ErrUnknown = errors.New("commands: unknown command")
+	ErrUnknown = reply.NewErr("ERR", "unknown command")
 	// ErrArity is returned when the argument count does not fit the arity.
-	ErrArity = errors.New("commands: wrong number of arguments")
+	ErrArity = reply.NewErr("ERR", "wrong number of arguments")
 	// ErrSyntax is returned for an unknown or malformed option.
-	ErrSyntax = errors.New("commands: syntax error")
+	ErrSyntax = reply.NewErr("ERR", "syntax error")
 	// ErrNotInteger is returned when an integer argument does not parse or
 	// is out of range.
-	ErrNotInteger = errors.New("commands: value is not an integer or out of range")
+	ErrNotInteger = reply.NewErr("ERR", "value is not an integer or out of range")
 )
 
 // Flags describe how the server must run a command.
@@ -42,6 +43,18 @@ const (
 	Conn
 	// NoAuth commands are served before AUTH.
 	NoAuth
+	// Ahead writes are proposed without waiting for the connection's
+	// earlier replies, so that pipelined writes share a commit; their
+	// replies still go out in command order. See Spec.RunsAhead.
+	Ahead
+	// Keyspace commands are executed by the state machine from their
+	// arguments alone (a read by State.Exec, a write as one OpExec entry),
+	// so the server needs no handler of its own for them.
+	Keyspace
+	// Leader commands run on the leader as a whole: a follower forwards
+	// the command, because its outcome depends on the leader's own view
+	// (membership changes).
+	Leader
 )
 
 // Spec is one row of the command table.
@@ -57,6 +70,21 @@ type Spec struct {
 
 // Has reports whether s has every flag in f.
 func (s *Spec) Has(f Flags) bool { return s.Flags&f == f }
+
+// RunsAhead reports whether the command in args may be proposed ahead of
+// the connection's earlier replies: an Ahead command with a fitting arity,
+// except a FLOCK with WAIT, which is answered by its node's waits table
+// once granted rather than when its entry commits.
+func (s *Spec) RunsAhead(args [][]byte) bool {
+	if !s.Has(Ahead) || !s.CheckArity(len(args)) {
+		return false
+	}
+	if s.Name == "flock" {
+		r, err := ParseFlock(args)
+		return err == nil && r.Wait == NoWait
+	}
+	return true
+}
 
 // CheckArity reports whether n arguments (the name included) fit the arity.
 func (s *Spec) CheckArity(n int) bool {
@@ -76,65 +104,65 @@ type Table struct {
 func New() *Table {
 	specs := []Spec{
 		// Native locks and sessions (SPEC section 3).
-		{"flock", -3, Write | Blocking, "Acquire a fenced lock; reply the fencing token", "lock session [OWNER tag] [WAIT ms] [LIMIT n] [REQ id]"},
-		{"funlock", -3, Write, "Release one hold of a fenced lock; reply the remaining count", "lock session [OWNER tag] [FENCE token] [REQ id]"},
+		{"flock", -3, Write | Ahead | Blocking, "Acquire a fenced lock; reply the fencing token", "lock session [OWNER tag] [WAIT ms] [LIMIT n] [REQ id]"},
+		{"funlock", -3, Write | Ahead, "Release one hold of a fenced lock; reply the remaining count", "lock session [OWNER tag] [FENCE token] [REQ id]"},
 		{"fence", -2, Read, "Reply the fencing token of a lock's holder", "lock [session [OWNER tag]]"},
 		{"lock.info", 2, Read, "Describe a lock: holder, count, limit, token, waiters", "lock"},
-		{"lock.forceunlock", 3, Write | Admin, "Release a lock if token is its current token", "lock token"},
-		{"session.open", -1, Write, "Open a session; reply its id", "[TTL ms] [NAME label]"},
-		{"session.heartbeat", 2, Write, "Renew a session; reply its TTL in ms", "id"},
-		{"session.kill", 2, Write, "End a session and release its locks", "id"},
+		{"lock.forceunlock", 3, Write | Ahead | Admin, "Release a lock if token is its current token", "lock token"},
+		{"session.open", -1, Write | Ahead, "Open a session; reply its id", "[TTL ms] [NAME label]"},
+		{"session.heartbeat", 2, Write | Ahead, "Renew a session; reply its TTL in ms", "id"},
+		{"session.kill", 2, Write | Ahead, "End a session and release its locks", "id"},
 		{"session.info", 2, Read, "Describe a session", "id"},
 		{"session.list", 1, Read | Admin, "List open session ids", ""},
-		{"type", 2, Read, "Reply the type of a key", "key"},
-		{"dbsize", 1, Read, "Reply the number of keys", ""},
+		{"type", 2, Read | Keyspace, "Reply the type of a key", "key"},
+		{"dbsize", 1, Read | Keyspace, "Reply the number of keys", ""},
 		// Keyspace (SPEC section 4): strings, TTLs, hashes, lists.
-		{"set", -3, Write, "Set a string key", "key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]"},
-		{"get", 2, Read, "Reply a string key's value", "key"},
-		{"getdel", 2, Write, "Reply a string key's value and delete it", "key"},
-		{"mget", -2, Read, "Reply the values of string keys", "key [key ...]"},
-		{"mset", -3, Write, "Set string keys", "key value [key value ...]"},
-		{"msetnx", -3, Write, "Set string keys if none exists", "key value [key value ...]"},
-		{"getrange", 4, Read, "Reply a substring of a string key", "key start end"},
-		{"incr", 2, Write, "Increment an integer string key", "key"},
-		{"del", -2, Write, "Delete keys (not fenced locks)", "key [key ...]"},
-		{"unlink", -2, Write, "Delete keys (not fenced locks)", "key [key ...]"},
-		{"exists", -2, Read, "Count the keys that exist", "key [key ...]"},
-		{"expire", -3, Write, "Set a key's TTL in seconds", "key seconds [NX|XX|GT|LT]"},
-		{"pexpire", -3, Write, "Set a key's TTL in ms", "key ms [NX|XX|GT|LT]"},
-		{"expireat", -3, Write, "Set a key's deadline in seconds", "key unix-seconds [NX|XX|GT|LT]"},
-		{"pexpireat", -3, Write, "Set a key's deadline in ms", "key unix-ms [NX|XX|GT|LT]"},
-		{"ttl", 2, Read, "Reply a key's remaining TTL in seconds", "key"},
-		{"pttl", 2, Read, "Reply a key's remaining TTL in ms", "key"},
-		{"persist", 2, Write, "Remove a key's TTL", "key"},
-		{"keys", 2, Read, "Reply the keys matching a glob pattern, sorted", "pattern"},
-		{"delex", -2, Write, "Delete a key if its value matches", "key [IFEQ value|IFNE value]"},
-		{"delifeq", 3, Write, "Delete a string key if its value equals", "key value"},
-		{"hset", -4, Write, "Set hash fields", "key field value [field value ...]"},
-		{"hget", 3, Read, "Reply a hash field", "key field"},
-		{"hincrby", 4, Write, "Increment an integer hash field", "key field increment"},
-		{"hexists", 3, Read, "Reply whether a hash field exists", "key field"},
-		{"hdel", -3, Write, "Delete hash fields", "key field [field ...]"},
-		{"hgetall", 2, Read, "Reply a hash's fields and values", "key"},
-		{"lpush", -3, Write, "Prepend elements to a list", "key element [element ...]"},
-		{"rpush", -3, Write, "Append elements to a list", "key element [element ...]"},
-		{"lpop", -2, Write, "Remove and reply the first elements of a list", "key [count]"},
-		{"llen", 2, Read, "Reply a list's length", "key"},
-		{"blpop", -3, Write | Blocking, "Remove and reply the first element of the first non-empty list, waiting for one", "key [key ...] timeout"},
+		{"set", -3, Write | Ahead | Keyspace, "Set a string key", "key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]"},
+		{"get", 2, Read | Keyspace, "Reply a string key's value", "key"},
+		{"getdel", 2, Write | Ahead | Keyspace, "Reply a string key's value and delete it", "key"},
+		{"mget", -2, Read | Keyspace, "Reply the values of string keys", "key [key ...]"},
+		{"mset", -3, Write | Ahead | Keyspace, "Set string keys", "key value [key value ...]"},
+		{"msetnx", -3, Write | Ahead | Keyspace, "Set string keys if none exists", "key value [key value ...]"},
+		{"getrange", 4, Read | Keyspace, "Reply a substring of a string key", "key start end"},
+		{"incr", 2, Write | Ahead | Keyspace, "Increment an integer string key", "key"},
+		{"del", -2, Write | Ahead | Keyspace, "Delete keys (not fenced locks)", "key [key ...]"},
+		{"unlink", -2, Write | Ahead | Keyspace, "Delete keys (not fenced locks)", "key [key ...]"},
+		{"exists", -2, Read | Keyspace, "Count the keys that exist", "key [key ...]"},
+		{"expire", -3, Write | Ahead | Keyspace, "Set a key's TTL in seconds", "key seconds [NX|XX|GT|LT]"},
+		{"pexpire", -3, Write | Ahead | Keyspace, "Set a key's TTL in ms", "key ms [NX|XX|GT|LT]"},
+		{"expireat", -3, Write | Ahead | Keyspace, "Set a key's deadline in seconds", "key unix-seconds [NX|XX|GT|LT]"},
+		{"pexpireat", -3, Write | Ahead | Keyspace, "Set a key's deadline in ms", "key unix-ms [NX|XX|GT|LT]"},
+		{"ttl", 2, Read | Keyspace, "Reply a key's remaining TTL in seconds", "key"},
+		{"pttl", 2, Read | Keyspace, "Reply a key's remaining TTL in ms", "key"},
+		{"persist", 2, Write | Ahead | Keyspace, "Remove a key's TTL", "key"},
+		{"keys", 2, Read | Keyspace, "Reply the keys matching a glob pattern, sorted", "pattern"},
+		{"delex", -2, Write | Ahead | Keyspace, "Delete a key if its value matches", "key [IFEQ value|IFNE value]"},
+		{"delifeq", 3, Write | Ahead | Keyspace, "Delete a string key if its value equals", "key value"},
+		{"hset", -4, Write | Ahead | Keyspace, "Set hash fields", "key field value [field value ...]"},
+		{"hget", 3, Read | Keyspace, "Reply a hash field", "key field"},
+		{"hincrby", 4, Write | Ahead | Keyspace, "Increment an integer hash field", "key field increment"},
+		{"hexists", 3, Read | Keyspace, "Reply whether a hash field exists", "key field"},
+		{"hdel", -3, Write | Ahead | Keyspace, "Delete hash fields", "key field [field ...]"},
+		{"hgetall", 2, Read | Keyspace, "Reply a hash's fields and values", "key"},
+		{"lpush", -3, Write | Ahead | Keyspace, "Prepend elements to a list", "key element [element ...]"},
+		{"rpush", -3, Write | Ahead | Keyspace, "Append elements to a list", "key element [element ...]"},
+		{"lpop", -2, Write | Ahead | Keyspace, "Remove and reply the first elements of a list", "key [count]"},
+		{"llen", 2, Read | Keyspace, "Reply a list's length", "key"},
+		{"blpop", -3, Write | Ahead | Keyspace | Blocking, "Remove and reply the first element of the first non-empty list, waiting for one", "key [key ...] timeout"},
 		// Scripts and pub/sub (SPEC section 4).
-		{"eval", -3, Write, "Run a Lua script in the state machine", "script numkeys [key ...] [arg ...]"},
-		{"evalsha", -3, Write, "Run a cached Lua script by its SHA-1", "sha1 numkeys [key ...] [arg ...]"},
-		{"script", -2, Write, "Manage the replicated script cache", "LOAD script | EXISTS sha1 [sha1 ...] | FLUSH [ASYNC|SYNC]"},
-		{"publish", 3, Write, "Post a message to a channel, delivered by every node", "channel message"},
+		{"eval", -3, Write | Ahead | Keyspace, "Run a Lua script in the state machine", "script numkeys [key ...] [arg ...]"},
+		{"evalsha", -3, Write | Ahead | Keyspace, "Run a cached Lua script by its SHA-1", "sha1 numkeys [key ...] [arg ...]"},
+		{"script", -2, Write | Ahead | Keyspace, "Manage the replicated script cache", "LOAD script | EXISTS sha1 [sha1 ...] | FLUSH [ASYNC|SYNC]"},
+		{"publish", 3, Write | Keyspace, "Post a message to a channel, delivered by every node", "channel message"},
 		{"subscribe", -2, Conn, "Listen for messages on channels", "channel [channel ...]"},
 		{"unsubscribe", -1, Conn, "Stop listening on channels (all if none given)", "[channel ...]"},
 		// Cluster administration.
 		{"raft.snapshot", 1, Admin | Conn, "Take a snapshot and compact the log", ""},
 		{"raft.status", 1, Admin | Conn, "Describe this node's Raft state", ""},
 		{"raft.hash", 1, Admin | Conn, "Reply this node's applied index and a SHA-256 of its state at that index", ""},
-		{"raft.join", 4, Write | Admin, "Add a node as a non-voter; it becomes a voter once caught up", "id raft-addr client-addr"},
-		{"raft.remove", 2, Write | Admin, "Remove a node; its id is never reused", "id"},
-		{"raft.transfer", -1, Write | Admin, "Hand leadership to a voter (the most up-to-date one by default)", "[id]"},
+		{"raft.join", 4, Write | Leader | Admin, "Add a node as a non-voter; it becomes a voter once caught up", "id raft-addr client-addr"},
+		{"raft.remove", 2, Write | Leader | Admin, "Remove a node; its id is never reused", "id"},
+		{"raft.transfer", -1, Write | Leader | Admin, "Hand leadership to a voter (the most up-to-date one by default)", "[id]"},
 		// Node to node: a follower forwards an entry to the leader over a
 		// link connection, marked by RAFT.LINK so it is never forwarded on.
 		{"raft.propose", 2, Write | Admin, "Propose an encoded entry (forwarding between nodes)", "entry"},

@@ -8,7 +8,7 @@ import (
 )
 
 // FuzzTimeArgs checks the time arguments of SET, EXPIRE and its kin and
-// BLPOP against a reference in big numbers (issue 20): a value is accepted
+// BLPOP against a reference in big numbers: a value is accepted
 // exactly when Redis 7 accepts it, and then it is the exact number of ms.
 func FuzzTimeArgs(f *testing.F) {
 	for _, s := range []string{"0", "1", "-1", "1000", "9223372036854775", "9223372036854776",

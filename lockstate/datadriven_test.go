@@ -2,6 +2,7 @@ package lockstate
 
 import (
 	"fmt"
+	"github.com/fenced/fenced/resp"
 	"strconv"
 	"strings"
 	"testing"
@@ -157,7 +158,7 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 				cmd = append(cmd, a)
 			}
 			before := h.s.Hash()
-			fmt.Fprintf(&b, "%s: %s\n", line, h.s.Exec(cmd, now))
+			fmt.Fprintf(&b, "%s: %s\n", line, resp.FromReply(h.s.Exec(cmd, now)))
 			if h.s.Hash() != before {
 				return "", fmt.Errorf("Exec(%q) changed the state", line)
 			}
@@ -312,7 +313,7 @@ func (h *harness) apply(b *strings.Builder, line string) error {
 	case OpTick:
 		res = "tick"
 	case OpExec:
-		res = r.Reply.String()
+		res = resp.FromReply(r.Reply).String()
 	}
 	fmt.Fprintf(b, "%d: %s\n", index, res)
 	for _, w := range r.Wakes {

@@ -14,7 +14,7 @@ type Message struct {
 // answers a client's PUBLISH with its own node's count.
 func cmdPublish(s *State, a [][]byte, _ int64) reply.Value {
 	s.messages = append(s.messages, Message{Channel: string(a[1]), Payload: string(a[2])})
-	return reply.IntOf(0)
+	return reply.Int(0)
 }
 
 // Events are what applied entries tell the clients of the node that applied

@@ -104,12 +104,12 @@ func writeHandler(name string) handler {
 
 // Error replies, in Redis's words.
 var (
-	errWrongType    = reply.Err("WRONGTYPE Operation against a key holding the wrong kind of value")
-	errNotInt       = reply.Err("ERR value is not an integer or out of range")
-	errIncrOverflow = reply.Err("ERR increment or decrement would overflow")
+	errWrongType    = reply.ErrorOf(ErrWrongType)
+	errNotInt       = reply.ErrorOf(commands.ErrNotInteger)
+	errIncrOverflow = reply.Error("ERR increment or decrement would overflow")
 	// errExat answers SET EXAT|PXAT in an entry without a wall clock: from
 	// before version 2, when only a script could send them.
-	errExat = reply.Err("ERR EXAT and PXAT are not supported in scripts")
+	errExat = reply.Error("ERR EXAT and PXAT are not supported in scripts")
 )
 
 type execMode uint8
@@ -118,12 +118,6 @@ const (
 	execRead  execMode = 1 << iota // read commands may run
 	execWrite                      // write commands may run (inside Apply only)
 )
-
-// IsExecRead reports whether Exec serves the command named name (any case).
-func IsExecRead(name string) bool { return readHandler(strings.ToLower(name)) != nil }
-
-// IsExecWrite reports whether OpExec runs the command named name (any case).
-func IsExecWrite(name string) bool { return writeHandler(strings.ToLower(name)) != nil }
 
 // Exec answers a read command of the keyspace (GET, MGET, EXISTS, TTL,
 // PTTL, TYPE, KEYS, GETRANGE, HGET, HEXISTS, HGETALL, LLEN, DBSIZE) against
@@ -138,7 +132,7 @@ func (s *State) Exec(args []string, now int64) reply.Value {
 // call runs one command in the modes allowed.
 func (s *State) call(args []string, now int64, mode execMode) reply.Value {
 	if len(args) == 0 {
-		return reply.Err("ERR empty command")
+		return reply.Error("ERR empty command")
 	}
 	a := make([][]byte, len(args))
 	for i, x := range args {
@@ -146,7 +140,7 @@ func (s *State) call(args []string, now int64, mode execMode) reply.Value {
 	}
 	spec, err := s.table.Check(a)
 	if err != nil {
-		return reply.Err(commands.ErrorText(err))
+		return reply.ErrorOf(err)
 	}
 	if h := readHandler(spec.Name); h != nil && mode&execRead != 0 {
 		return h(s, a, now)
@@ -156,11 +150,11 @@ func (s *State) call(args []string, now int64, mode execMode) reply.Value {
 	}
 	switch {
 	case readHandler(spec.Name) != nil:
-		return reply.Err(fmt.Sprintf("ERR '%s' is a read command: it is not applied through the log", spec.Name))
+		return reply.Error(fmt.Sprintf("ERR '%s' is a read command: it is not applied through the log", spec.Name))
 	case writeHandler(spec.Name) != nil:
-		return reply.Err(fmt.Sprintf("ERR '%s' is a write command: it must be applied through the log", spec.Name))
+		return reply.Error(fmt.Sprintf("ERR '%s' is a write command: it must be applied through the log", spec.Name))
 	}
-	return reply.Err(fmt.Sprintf("ERR '%s' is not a keyspace command", spec.Name))
+	return reply.Error(fmt.Sprintf("ERR '%s' is not a keyspace command", spec.Name))
 }
 
 // find returns the live key name, or lock = true when name is a held
@@ -182,14 +176,14 @@ func (s *State) typed(name string, t kvType, now int64) (k *kvKey, ok bool) {
 	return k, true
 }
 
-func parseErr(err error) reply.Value { return reply.Err(commands.ErrorText(err)) }
+func parseErr(err error) reply.Value { return reply.ErrorOf(err) }
 
 func cmdType(s *State, a [][]byte, now int64) reply.Value {
-	return reply.StatusOf(s.KeyType(string(a[1]), now))
+	return reply.SimpleString(s.KeyType(string(a[1]), now))
 }
 
 func cmdDBSize(s *State, a [][]byte, now int64) reply.Value {
-	return reply.IntOf(int64(s.KeyCount(now)))
+	return reply.Int(int64(s.KeyCount(now)))
 }
 
 func cmdExists(s *State, a [][]byte, now int64) reply.Value {
@@ -199,7 +193,7 @@ func cmdExists(s *State, a [][]byte, now int64) reply.Value {
 			n++
 		}
 	}
-	return reply.IntOf(n)
+	return reply.Int(n)
 }
 
 func cmdKeys(s *State, a [][]byte, now int64) reply.Value {
@@ -207,9 +201,9 @@ func cmdKeys(s *State, a [][]byte, now int64) reply.Value {
 	names := s.keyNames(now, func(name string) bool { return globMatch(pattern, name) })
 	out := make([]reply.Value, len(names))
 	for i, n := range names {
-		out[i] = reply.BulkOf(n)
+		out[i] = reply.BulkString(n)
 	}
-	return reply.ArrayOf(out...)
+	return reply.Array(out...)
 }
 
 // DEL and UNLINK delete keys, not fenced locks: a held lock is released by
@@ -222,7 +216,7 @@ func cmdDel(s *State, a [][]byte, now int64) reply.Value {
 			n++
 		}
 	}
-	return reply.IntOf(n)
+	return reply.Int(n)
 }
 
 func remaining(s *State, a [][]byte, now int64) (int64, bool) {
@@ -240,7 +234,7 @@ func remaining(s *State, a [][]byte, now int64) (int64, bool) {
 
 func cmdPTTL(s *State, a [][]byte, now int64) reply.Value {
 	d, _ := remaining(s, a, now)
-	return reply.IntOf(d)
+	return reply.Int(d)
 }
 
 func cmdTTL(s *State, a [][]byte, now int64) reply.Value {
@@ -248,7 +242,7 @@ func cmdTTL(s *State, a [][]byte, now int64) reply.Value {
 	if ok {
 		d = ms.Add(d, 500) / 1000
 	}
-	return reply.IntOf(d)
+	return reply.Int(d)
 }
 
 // cmdExpire is EXPIRE and PEXPIRE (relative to the entry's time) and
@@ -267,26 +261,26 @@ func cmdExpire(s *State, a [][]byte, now int64) reply.Value {
 		when = s.fromUnix(p.Millis, now)
 	} else {
 		if !s.relativeOK(p.Millis) {
-			return reply.Err(fmt.Sprintf("ERR invalid expire time in '%s' command", name))
+			return reply.Error(fmt.Sprintf("ERR invalid expire time in '%s' command", name))
 		}
 		when = ms.Add(now, p.Millis)
 	}
 	k := s.live(string(a[1]), now)
 	if k == nil { // a held lock has no key TTL
-		return reply.IntOf(0)
+		return reply.Int(0)
 	}
 	switch {
 	case p.NX && k.ttl, p.XX && !k.ttl,
 		p.GT && (!k.ttl || when <= k.timer.deadline),
 		p.LT && k.ttl && when >= k.timer.deadline:
-		return reply.IntOf(0)
+		return reply.Int(0)
 	}
 	if when <= now {
 		s.deleteKey(k)
-		return reply.IntOf(1)
+		return reply.Int(1)
 	}
 	s.setDeadline(k, when)
-	return reply.IntOf(1)
+	return reply.Int(1)
 }
 
 // relativeOK is Redis's range rule for a relative expiry d in ms: the Unix
@@ -303,7 +297,7 @@ func (s *State) fromUnix(at, now int64) int64 {
 
 func cmdPersist(s *State, a [][]byte, now int64) reply.Value {
 	if k := s.live(string(a[1]), now); k != nil && s.persist(k) {
-		return reply.IntOf(1)
+		return reply.Int(1)
 	}
-	return reply.IntOf(0)
+	return reply.Int(0)
 }

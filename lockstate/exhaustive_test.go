@@ -16,7 +16,7 @@ import (
 	"github.com/fenced/fenced/commands"
 )
 
-// The bounded exhaustive check (issue 12). Small-scope hypothesis: a bug in
+// The bounded exhaustive check. Small-scope hypothesis: a bug in
 // how entries interleave shows up with few sessions, locks and entries. So
 // every sequence of up to depth entries over 3 sessions, 2 locks and 2
 // owners is applied, breadth first, from three sessions opened at time 0,
@@ -669,6 +669,7 @@ func (o *xObserver) observe(s *State, index uint64, e Entry, r Result) error {
 // TestExhaustive runs the bounded exhaustive check. make exhaustive runs it
 // deeper.
 func TestExhaustive(t *testing.T) {
+	skipUnderRace(t)
 	depth := *exhaustiveDepth
 	start := time.Now()
 	st, err := exhaust(depth)

@@ -32,7 +32,7 @@ func cmdHset(s *State, a [][]byte, now int64) reply.Value {
 			added++
 		}
 	}
-	return reply.IntOf(added)
+	return reply.Int(added)
 }
 
 // hset sets one field; it reports whether the field is new.
@@ -53,10 +53,10 @@ func cmdHget(s *State, a [][]byte, now int64) reply.Value {
 	}
 	if k != nil {
 		if v, ok := k.hash[string(a[2])]; ok {
-			return reply.BulkOf(v)
+			return reply.BulkString(v)
 		}
 	}
-	return reply.NilOf()
+	return reply.Null()
 }
 
 func cmdHexists(s *State, a [][]byte, now int64) reply.Value {
@@ -66,10 +66,10 @@ func cmdHexists(s *State, a [][]byte, now int64) reply.Value {
 	}
 	if k != nil {
 		if _, ok := k.hash[string(a[2])]; ok {
-			return reply.IntOf(1)
+			return reply.Int(1)
 		}
 	}
-	return reply.IntOf(0)
+	return reply.Int(0)
 }
 
 func cmdHgetall(s *State, a [][]byte, now int64) reply.Value {
@@ -81,10 +81,10 @@ func cmdHgetall(s *State, a [][]byte, now int64) reply.Value {
 	if k != nil {
 		out = make([]reply.Value, 0, 2*len(k.fields))
 		for _, f := range k.fields {
-			out = append(out, reply.BulkOf(f), reply.BulkOf(k.hash[f]))
+			out = append(out, reply.BulkString(f), reply.BulkString(k.hash[f]))
 		}
 	}
-	return reply.MapOf(out...)
+	return reply.Map(out...)
 }
 
 func cmdHdel(s *State, a [][]byte, now int64) reply.Value {
@@ -93,7 +93,7 @@ func cmdHdel(s *State, a [][]byte, now int64) reply.Value {
 		return errWrongType
 	}
 	if k == nil {
-		return reply.IntOf(0)
+		return reply.Int(0)
 	}
 	var n int64
 	for _, f := range a[2:] {
@@ -109,7 +109,7 @@ func cmdHdel(s *State, a [][]byte, now int64) reply.Value {
 			s.deleteKey(k)
 		}
 	}
-	return reply.IntOf(n)
+	return reply.Int(n)
 }
 
 func cmdHincrBy(s *State, a [][]byte, now int64) reply.Value {
@@ -125,7 +125,7 @@ func cmdHincrBy(s *State, a [][]byte, now int64) reply.Value {
 	if k != nil {
 		if v, ok := k.hash[p.Field]; ok {
 			if n, err = commands.ParseInt([]byte(v)); err != nil {
-				return reply.Err("ERR hash value is not an integer")
+				return reply.Error("ERR hash value is not an integer")
 			}
 		}
 	}
@@ -137,7 +137,7 @@ func cmdHincrBy(s *State, a [][]byte, now int64) reply.Value {
 		k = s.newKey(p.Key, kvHash)
 	}
 	s.hset(k, p.Field, strconv.FormatInt(n, 10))
-	return reply.IntOf(n)
+	return reply.Int(n)
 }
 
 func cmdPush(s *State, a [][]byte, now int64) reply.Value {
@@ -158,7 +158,7 @@ func cmdPush(s *State, a [][]byte, now int64) reply.Value {
 	}
 	s.markDirty(kvRecKey(k.name))
 	s.pushed = append(s.pushed, k.name)
-	return reply.IntOf(int64(len(k.list)))
+	return reply.Int(int64(len(k.list)))
 }
 
 func cmdLpop(s *State, a [][]byte, now int64) reply.Value {
@@ -171,9 +171,9 @@ func cmdLpop(s *State, a [][]byte, now int64) reply.Value {
 	case !ok:
 		return errWrongType
 	case k == nil && count < 0:
-		return reply.NilOf()
+		return reply.Null()
 	case k == nil:
-		return reply.NilArrayOf()
+		return reply.NullArray()
 	}
 	n := int64(1)
 	if count >= 0 {
@@ -188,13 +188,13 @@ func cmdLpop(s *State, a [][]byte, now int64) reply.Value {
 		}
 	}
 	if count < 0 {
-		return reply.BulkOf(popped[0])
+		return reply.BulkString(popped[0])
 	}
 	out := make([]reply.Value, len(popped))
 	for i, e := range popped {
-		out[i] = reply.BulkOf(e)
+		out[i] = reply.BulkString(e)
 	}
-	return reply.ArrayOf(out...)
+	return reply.Array(out...)
 }
 
 // cmdBlpop pops the first element of the first non-empty list, as BLPOP
@@ -219,9 +219,9 @@ func cmdBlpop(s *State, a [][]byte, now int64) reply.Value {
 		if len(k.list) == 0 {
 			s.deleteKey(k)
 		}
-		return reply.ArrayOf(reply.BulkOf(k.name), reply.BulkOf(e))
+		return reply.Array(reply.BulkString(k.name), reply.BulkString(e))
 	}
-	return reply.NilArrayOf()
+	return reply.NullArray()
 }
 
 func cmdLlen(s *State, a [][]byte, now int64) reply.Value {
@@ -230,7 +230,7 @@ func cmdLlen(s *State, a [][]byte, now int64) reply.Value {
 	case !ok:
 		return errWrongType
 	case k == nil:
-		return reply.IntOf(0)
+		return reply.Int(0)
 	}
-	return reply.IntOf(int64(len(k.list)))
+	return reply.Int(int64(len(k.list)))
 }

@@ -106,10 +106,11 @@ func (s *State) setString(k *kvKey, v string) {
 	s.markDirty(kvRecKey(k.name))
 }
 
-// KeyFence answers FENCE for a plain key: the log index of the entry that
+// KeyFence is the token of a plain key: the log index of the entry that
 // created it, which a re-created key gets anew, so it strictly increases
 // across delete and re-create. A held fenced lock answers its token. false
-// when the name is neither at cluster time now.
+// when the name is neither at cluster time now. FENCE answers with FenceOf,
+// which falls back to this.
 func (s *State) KeyFence(name string, now int64) (int64, bool) {
 	if l := s.locks[name]; l != nil {
 		// Holderless only inside an entry that released it: free until

@@ -235,7 +235,7 @@ func FuzzLoad(f *testing.F) {
 			index++
 			_, _ = s.Apply(index, Entry{Op: OpCancelWaits, WaitID: id}, w)
 		}
-		if v := s.Exec([]string{"KEYS", "*"}, 0); v.Kind == reply.Array {
+		if v := s.Exec([]string{"KEYS", "*"}, 0); v.Kind == reply.KindArray {
 			for _, name := range v.Elems {
 				for _, cmd := range [][]string{{"INCR"}, {"HINCRBY", "f", "1"}, {"LPOP"}, {"SET", "v", "KEEPTTL"}, {"HDEL", "f"}, {"DEL"}} {
 					index++

@@ -2,6 +2,7 @@ package lockstate
 
 import (
 	"fmt"
+	"github.com/fenced/fenced/resp"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,7 +40,7 @@ func (m *model) liveKey(name string, now int64) *mKey {
 	return nil
 }
 
-var wrongType = reply.Err("WRONGTYPE Operation against a key holding the wrong kind of value")
+var wrongType = reply.Error("WRONGTYPE Operation against a key holding the wrong kind of value")
 
 func (m *model) exec(args []string, now int64) reply.Value {
 	name := args[1]
@@ -55,7 +56,7 @@ func (m *model) exec(args []string, now int64) reply.Value {
 		}
 		if i := slices.Index(args, "PXAT"); i > 0 {
 			if !m.walled {
-				return reply.Err("ERR EXAT and PXAT are not supported in scripts")
+				return reply.Error("ERR EXAT and PXAT are not supported in scripts")
 			}
 			at, _ := strconv.ParseInt(args[i+1], 10, 64)
 			px, ttl = at-m.unix, true // may be in the past
@@ -64,7 +65,7 @@ func (m *model) exec(args []string, now int64) reply.Value {
 		case m.locks[name] != nil:
 			return wrongType
 		case nx && k != nil, xx && k == nil:
-			return reply.NilOf()
+			return reply.Null()
 		}
 		if k == nil {
 			k = &mKey{created: int64(m.index)}
@@ -80,36 +81,36 @@ func (m *model) exec(args []string, now int64) reply.Value {
 		when := now + at - m.unix
 		switch {
 		case k == nil:
-			return reply.IntOf(0)
+			return reply.Int(0)
 		case when <= now:
 			delete(m.keys, name)
 		default:
 			k.ttl, k.deadline = true, when
 		}
-		return reply.IntOf(1)
+		return reply.Int(1)
 	case "DEL":
 		if k == nil {
-			return reply.IntOf(0)
+			return reply.Int(0)
 		}
 		delete(m.keys, name)
-		return reply.IntOf(1)
+		return reply.Int(1)
 	case "PEXPIRE":
 		ms, _ := strconv.ParseInt(args[2], 10, 64)
 		switch {
 		case k == nil:
-			return reply.IntOf(0)
+			return reply.Int(0)
 		case now+ms <= now:
 			delete(m.keys, name)
 		default:
 			k.ttl, k.deadline = true, now+ms
 		}
-		return reply.IntOf(1)
+		return reply.Int(1)
 	case "PERSIST":
 		if k == nil || !k.ttl {
-			return reply.IntOf(0)
+			return reply.Int(0)
 		}
 		k.ttl = false
-		return reply.IntOf(1)
+		return reply.Int(1)
 	case "INCR":
 		if m.locks[name] != nil {
 			return wrongType
@@ -118,7 +119,7 @@ func (m *model) exec(args []string, now int64) reply.Value {
 		if k != nil {
 			var err error
 			if n, err = strconv.ParseInt(k.val, 10, 64); err != nil {
-				return reply.Err("ERR value is not an integer or out of range")
+				return reply.Error("ERR value is not an integer or out of range")
 			}
 		}
 		if k == nil {
@@ -127,7 +128,7 @@ func (m *model) exec(args []string, now int64) reply.Value {
 		}
 		n++
 		k.val = strconv.FormatInt(n, 10)
-		return reply.IntOf(n)
+		return reply.Int(n)
 	}
 	panic("model: unknown command " + args[0])
 }
@@ -143,30 +144,30 @@ func (m *model) read(args []string, now int64) reply.Value {
 		case lock:
 			return wrongType
 		case k == nil:
-			return reply.NilOf()
+			return reply.Null()
 		}
-		return reply.BulkOf(k.val)
+		return reply.BulkString(k.val)
 	case "PTTL":
 		switch {
 		case lock || (k != nil && !k.ttl):
-			return reply.IntOf(-1)
+			return reply.Int(-1)
 		case k == nil:
-			return reply.IntOf(-2)
+			return reply.Int(-2)
 		}
-		return reply.IntOf(max(0, k.deadline-now))
+		return reply.Int(max(0, k.deadline-now))
 	case "TYPE":
 		switch {
 		case lock:
-			return reply.StatusOf("fencedlock")
+			return reply.SimpleString("fencedlock")
 		case k == nil:
-			return reply.StatusOf("none")
+			return reply.SimpleString("none")
 		}
-		return reply.StatusOf("string")
+		return reply.SimpleString("string")
 	case "EXISTS":
 		if lock || k != nil {
-			return reply.IntOf(1)
+			return reply.Int(1)
 		}
-		return reply.IntOf(0)
+		return reply.Int(0)
 	case "KEYS":
 		var names []string
 		for n := range m.keys {
@@ -180,9 +181,9 @@ func (m *model) read(args []string, now int64) reply.Value {
 		slices.Sort(names)
 		out := []reply.Value{}
 		for _, n := range names {
-			out = append(out, reply.BulkOf(n))
+			out = append(out, reply.BulkString(n))
 		}
-		return reply.ArrayOf(out...)
+		return reply.Array(out...)
 	}
 	panic("model: unknown read " + args[0])
 }
@@ -236,7 +237,7 @@ func compareKeyReads(s *State, m *model, now int64) error {
 	for _, name := range names {
 		for _, cmd := range []string{"GET", "PTTL", "TYPE", "EXISTS"} {
 			args := []string{cmd, name}
-			if got, want := s.Exec(args, now), m.read(args, now); got.String() != want.String() {
+			if got, want := s.Exec(args, now), m.read(args, now); resp.FromReply(got).String() != resp.FromReply(want).String() {
 				return fmt.Errorf("Exec(%q) = %v, model %v", args, got, want)
 			}
 		}
@@ -247,7 +248,7 @@ func compareKeyReads(s *State, m *model, now int64) error {
 		}
 	}
 	args := []string{"KEYS", "*"}
-	if got, want := s.Exec(args, now), m.read(args, now); got.String() != want.String() {
+	if got, want := s.Exec(args, now), m.read(args, now); resp.FromReply(got).String() != resp.FromReply(want).String() {
 		return fmt.Errorf("Exec(%q) = %v, model %v", args, got, want)
 	}
 	return nil

@@ -226,6 +226,7 @@ func run(src intSource, steps, reloadEvery int, misuse bool) error {
 // TestModel compares State with the naive model over many random runs, and
 // checks the invariants and the observable lock properties at every step.
 func TestModel(t *testing.T) {
+	skipUnderRace(t)
 	seeds := 300
 	if testing.Short() {
 		seeds = 30
@@ -241,7 +242,7 @@ func TestModel(t *testing.T) {
 
 // TestObserverCatchesDoubleGrant shows that the observer rejects one entry
 // granting a lock to two waiters with one token, the answer State gave
-// before issue 12 was fixed.
+// when it handed a freed lock on in the middle of an entry.
 func TestObserverCatchesDoubleGrant(t *testing.T) {
 	s, o, o2 := New(smallConfig()), newObserver(), newObserver()
 	w := newMemWriter()

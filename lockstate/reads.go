@@ -27,6 +27,21 @@ func (s *State) Fence(lock, session, owner string, withOwner bool) Result {
 	return Result{Int: l.token}
 }
 
+// FenceOf answers the FENCE command at cluster time now: Fence, except
+// that without an owner a name that is not a held lock may be a plain key,
+// whose token is the index that created it (KeyFence). Both the command
+// and a script's FENCE answer from here.
+func (s *State) FenceOf(lock, session, owner string, withOwner bool, now int64) Result {
+	r := s.Fence(lock, session, owner, withOwner)
+	if !r.Null {
+		return r
+	}
+	if tok, ok := s.KeyFence(lock, now); ok {
+		return Result{Int: tok}
+	}
+	return r
+}
+
 // LockInfo answers LOCK.INFO. A free lock is the zero LockInfo.
 func (s *State) LockInfo(lock string, now int64) LockInfo {
 	l := s.locks[lock]

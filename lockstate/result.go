@@ -36,7 +36,7 @@ func (r Result) Encode(dst []byte) []byte {
 	if r.Queued {
 		flags |= resultQueued
 	}
-	if r.Reply.Kind != reply.Invalid {
+	if r.Reply.Kind != reply.KindInvalid {
 		flags |= resultReply
 	}
 	dst = append(dst, resultVersion, flags)
@@ -72,11 +72,11 @@ const MaxReplyDepth = 64
 func appendReply(dst []byte, v reply.Value) []byte {
 	dst = append(dst, byte(v.Kind))
 	switch v.Kind {
-	case reply.Status, reply.Error, reply.Bulk:
+	case reply.KindSimpleString, reply.KindError, reply.KindBulk:
 		dst = appendString(dst, v.Str)
-	case reply.Int:
+	case reply.KindInt:
 		dst = appendVarint(dst, v.Int)
-	case reply.Array, reply.Map:
+	case reply.KindArray, reply.KindMap:
 		dst = appendUvarint(dst, uint64(len(v.Elems)))
 		for _, e := range v.Elems {
 			dst = appendReply(dst, e)
@@ -91,12 +91,12 @@ func (r *reader) reply(depth int) reply.Value {
 		return reply.Value{}
 	}
 	switch v.Kind {
-	case reply.Status, reply.Error, reply.Bulk:
+	case reply.KindSimpleString, reply.KindError, reply.KindBulk:
 		v.Str = r.str()
-	case reply.Int:
+	case reply.KindInt:
 		v.Int = r.varint()
-	case reply.Nil, reply.NilArray:
-	case reply.Array, reply.Map:
+	case reply.KindNull, reply.KindNullArray:
+	case reply.KindArray, reply.KindMap:
 		n := r.uvarint()
 		switch {
 		case r.err != nil:
@@ -104,7 +104,7 @@ func (r *reader) reply(depth int) reply.Value {
 			r.fail(errors.New("reply nested too deeply"))
 		case n > uint64(len(r.b)): // each element takes at least a byte
 			r.fail(errLength)
-		case v.Kind == reply.Map && n%2 != 0:
+		case v.Kind == reply.KindMap && n%2 != 0:
 			r.fail(errors.New("map with an odd element count"))
 		case n > 0:
 			v.Elems = make([]reply.Value, n)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/fenced/fenced/resp"
 	"math"
 	"testing"
 
@@ -32,17 +33,17 @@ func sampleResults() []Result {
 		{Err: errors.New("")},
 		{Err: fmt.Errorf("forwarded: %w", ErrNodeRemoved)},
 		{Reply: reply.OK()},
-		{Reply: reply.Err("WRONGTYPE Operation against a key holding the wrong kind of value")},
-		{Reply: reply.IntOf(math.MinInt64)},
-		{Reply: reply.BulkOf("")},
-		{Reply: reply.BulkOf("\x00\xff")},
-		{Reply: reply.NilOf()},
-		{Reply: reply.NilArrayOf()},
-		{Reply: reply.ArrayOf()},
-		{Reply: reply.MapOf()},
-		{Reply: reply.ArrayOf(reply.IntOf(1), reply.NilOf(), reply.ArrayOf(reply.BulkOf("x"), reply.StatusOf("PONG")))},
-		{Reply: reply.MapOf(reply.BulkOf("f"), reply.BulkOf("1"), reply.BulkOf("g"), reply.ArrayOf())},
-		{Err: ErrWrongType, Int: 3, Reply: reply.IntOf(3)},
+		{Reply: reply.Error("WRONGTYPE Operation against a key holding the wrong kind of value")},
+		{Reply: reply.Int(math.MinInt64)},
+		{Reply: reply.BulkString("")},
+		{Reply: reply.BulkString("\x00\xff")},
+		{Reply: reply.Null()},
+		{Reply: reply.NullArray()},
+		{Reply: reply.Array()},
+		{Reply: reply.Map()},
+		{Reply: reply.Array(reply.Int(1), reply.Null(), reply.Array(reply.BulkString("x"), reply.SimpleString("PONG")))},
+		{Reply: reply.Map(reply.BulkString("f"), reply.BulkString("1"), reply.BulkString("g"), reply.Array())},
+		{Err: ErrWrongType, Int: 3, Reply: reply.Int(3)},
 		{Reply: nested(MaxReplyDepth)},
 	}
 	for _, err := range sentinels() {
@@ -53,9 +54,9 @@ func sampleResults() []Result {
 
 // nested is an array nested depth levels deep around an integer.
 func nested(depth int) reply.Value {
-	v := reply.IntOf(1)
+	v := reply.Int(1)
 	for range depth {
-		v = reply.ArrayOf(v)
+		v = reply.Array(v)
 	}
 	return v
 }
@@ -75,7 +76,7 @@ func TestResultRoundTrip(t *testing.T) {
 			t.Fatalf("%+v: %v", r, err)
 		}
 		if got.Null != r.Null || got.Queued != r.Queued || got.Int != r.Int || got.Str != r.Str || got.Wakes != nil ||
-			got.Reply.String() != r.Reply.String() || got.Reply.Kind != r.Reply.Kind {
+			resp.FromReply(got.Reply).String() != resp.FromReply(r.Reply).String() || got.Reply.Kind != r.Reply.Kind {
 			t.Fatalf("round trip: %+v became %+v", r, got)
 		}
 		switch {
@@ -151,12 +152,12 @@ func TestDecodeResultRejects(t *testing.T) {
 		"reply flag, no reply": with(1, resultReply),
 		"reply kind 0":         append(bytes.Clone(good), 0),
 		"reply kind 9":         append(with(1, resultReply), 9),
-		"reply bulk truncated": append(with(1, resultReply), byte(reply.Bulk), 3, 'a'),
-		"reply int padded":     append(with(1, resultReply), byte(reply.Int), 0x80, 0),
-		"reply array > rest":   append(with(1, resultReply), byte(reply.Array), 3, byte(reply.Nil)),
-		"reply odd map":        append(with(1, resultReply), byte(reply.Map), 1, byte(reply.Nil)),
+		"reply bulk truncated": append(with(1, resultReply), byte(reply.KindBulk), 3, 'a'),
+		"reply int padded":     append(with(1, resultReply), byte(reply.KindInt), 0x80, 0),
+		"reply array > rest":   append(with(1, resultReply), byte(reply.KindArray), 3, byte(reply.KindNull)),
+		"reply odd map":        append(with(1, resultReply), byte(reply.KindMap), 1, byte(reply.KindNull)),
 		"reply too deep":       Result{Reply: nested(MaxReplyDepth + 1)}.Encode(nil),
-		"reply trailing":       append(Result{Reply: reply.NilOf()}.Encode(nil), 0),
+		"reply trailing":       append(Result{Reply: reply.Null()}.Encode(nil), 0),
 		"padded varint":        {1, 0, 0x82, 0x00, 0, 0},
 		"length > rest":        {1, 0, 0, 5, 'a', 0},
 		"unknown error code":   with(4, 14),
@@ -187,7 +188,7 @@ func FuzzDecodeResult(f *testing.F) {
 	f.Add([]byte{1})
 	f.Add([]byte{1, 3, 0x80})
 	f.Add([]byte{1, 0, 0, 0, errCodeOther, 0, 11})
-	f.Add([]byte{1, resultReply, 0, 0, 0, byte(reply.Map), 2, byte(reply.Bulk), 1, 'k', byte(reply.Array), 0})
+	f.Add([]byte{1, resultReply, 0, 0, 0, byte(reply.KindMap), 2, byte(reply.KindBulk), 1, 'k', byte(reply.KindArray), 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := DecodeResult(b)
 		if err != nil {

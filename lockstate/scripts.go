@@ -34,7 +34,7 @@ type storedScript struct {
 }
 
 // errNoScript is Redis's exact reply to EVALSHA of an unknown script.
-var errNoScript = reply.Err("NOSCRIPT No matching script. Please use EVAL.")
+var errNoScript = reply.Error("NOSCRIPT No matching script. Please use EVAL.")
 
 func cmdEval(s *State, a [][]byte, now int64) reply.Value {
 	ev, err := commands.ParseEval(a)
@@ -42,7 +42,7 @@ func cmdEval(s *State, a [][]byte, now int64) reply.Value {
 		return parseErr(err)
 	}
 	if cerr := s.engine.Compile(ev.Body); cerr != nil {
-		return reply.Err(cerr.Error())
+		return reply.Error(cerr.Error())
 	}
 	s.cacheScript(ev.Body, true)
 	return s.runScript(ev, now)
@@ -67,23 +67,23 @@ func cmdScript(s *State, a [][]byte, now int64) reply.Value {
 	case sub == "LOAD" && len(a) == 3:
 		src := string(a[2])
 		if err := s.engine.Compile(src); err != nil {
-			return reply.Err(err.Error())
+			return reply.Error(err.Error())
 		}
 		s.cacheScript(src, false)
-		return reply.BulkOf(script.SHA1(src))
+		return reply.BulkString(script.SHA1(src))
 	case sub == "EXISTS" && len(a) >= 3:
 		out := make([]reply.Value, len(a)-2)
 		for i, sha := range a[2:] {
-			out[i] = reply.IntOf(0)
+			out[i] = reply.Int(0)
 			if s.scripts[strings.ToLower(string(sha))] != nil {
-				out[i] = reply.IntOf(1)
+				out[i] = reply.Int(1)
 			}
 		}
-		return reply.ArrayOf(out...)
+		return reply.Array(out...)
 	case sub == "FLUSH" && len(a) <= 3:
 		if len(a) == 3 {
 			if m := strings.ToUpper(string(a[2])); m != "ASYNC" && m != "SYNC" {
-				return reply.Err("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+				return reply.Error("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
 			}
 		}
 		for _, sha := range sortedKeys(s.scripts) {
@@ -93,11 +93,11 @@ func cmdScript(s *State, a [][]byte, now int64) reply.Value {
 	case sub == "KILL" && len(a) == 2:
 		// Scripts run to completion inside an entry: none is ever running
 		// between commands.
-		return reply.Err("NOTBUSY No scripts in execution right now.")
+		return reply.Error("NOTBUSY No scripts in execution right now.")
 	case sub == "LOAD" || sub == "EXISTS" || sub == "FLUSH" || sub == "KILL":
-		return reply.Err("ERR wrong number of arguments for 'script|" + strings.ToLower(sub) + "' command")
+		return reply.Error("ERR wrong number of arguments for 'script|" + strings.ToLower(sub) + "' command")
 	}
-	return reply.Err("ERR unknown subcommand '" + commands.Clip(a[1]) + "'. Try SCRIPT HELP.")
+	return reply.Error("ERR unknown subcommand '" + commands.Clip(a[1]) + "'. Try SCRIPT HELP.")
 }
 
 // cacheScript records src. A script LOADed is kept from then on even if
@@ -141,11 +141,11 @@ func (s *State) runScript(ev commands.Eval, now int64) reply.Value {
 // encoded for a forwarding node: a deeper aggregate becomes the error
 // element Redis gives when its Lua stack runs out.
 func capDepth(v reply.Value, depth int) reply.Value {
-	if v.Kind != reply.Array && v.Kind != reply.Map {
+	if v.Kind != reply.KindArray && v.Kind != reply.KindMap {
 		return v
 	}
 	if depth >= MaxReplyDepth {
-		return reply.Err("ERR reached lua stack limit")
+		return reply.Error("ERR reached lua stack limit")
 	}
 	for i := range v.Elems {
 		v.Elems[i] = capDepth(v.Elems[i], depth+1)
@@ -170,32 +170,32 @@ func (e scriptEnv) Call(args []string) reply.Value {
 	spec, err := e.s.table.Check(a)
 	switch {
 	case errors.Is(err, commands.ErrArity):
-		return reply.Err(script.ErrWrongArity)
+		return reply.Error(script.ErrWrongArity)
 	case err != nil:
-		return reply.Err(script.ErrUnknownCommand)
+		return reply.Error(script.ErrUnknownCommand)
 	case spec.Has(commands.Blocking): // BLPOP is noscript in Redis 7
-		return reply.Err(script.ErrNotAllowed)
+		return reply.Error(script.ErrNotAllowed)
 	}
 	switch spec.Name {
 	case "time":
 		// The entry's wall clock: Unix time, one frozen instant for the
 		// whole script, the same on every replica.
 		t := e.s.unix
-		return reply.ArrayOf(reply.BulkOf(strconv.FormatInt(t/1000, 10)),
-			reply.BulkOf(strconv.FormatInt(t%1000*1000, 10)))
+		return reply.Array(reply.BulkString(strconv.FormatInt(t/1000, 10)),
+			reply.BulkString(strconv.FormatInt(t%1000*1000, 10)))
 	case "fence":
 		// FENCE key: the token of the key or held lock, so a script (a
 		// client that can only send scripts, such as Redisson's RScript)
 		// can read it. The session form is the native command's own.
 		if len(args) != 2 {
-			return reply.Err(script.ErrNotAllowed)
+			return reply.Error(script.ErrNotAllowed)
 		}
-		if tok, ok := e.s.KeyFence(args[1], e.now); ok {
-			return reply.IntOf(tok)
+		if r := e.s.FenceOf(args[1], "", "", false, e.now); !r.Null {
+			return reply.Int(r.Int)
 		}
-		return reply.NilOf()
+		return reply.Null()
 	case "eval", "evalsha", "script":
-		return reply.Err(script.ErrNotAllowed)
+		return reply.Error(script.ErrNotAllowed)
 	}
 	if h := readHandler(spec.Name); h != nil {
 		return h(e.s, a, e.now)
@@ -203,7 +203,7 @@ func (e scriptEnv) Call(args []string) reply.Value {
 	if h := writeHandler(spec.Name); h != nil {
 		return h(e.s, a, e.now)
 	}
-	return reply.Err(script.ErrNotAllowed)
+	return reply.Error(script.ErrNotAllowed)
 }
 
 // Record of a cached script, x/<sha1>: version, 1 if cached by EVAL (else

@@ -2,6 +2,7 @@ package lockstate
 
 import (
 	"fmt"
+	"github.com/fenced/fenced/resp"
 	"strings"
 	"testing"
 
@@ -21,7 +22,7 @@ func (c *execCheck) exec(t *testing.T, args ...string) reply.Value {
 
 func wantReply(t *testing.T, what string, got, want reply.Value) {
 	t.Helper()
-	if got.String() != want.String() {
+	if resp.FromReply(got).String() != resp.FromReply(want).String() {
 		t.Errorf("%s = %v, want %v", what, got, want)
 	}
 }
@@ -32,16 +33,16 @@ func TestScriptCache(t *testing.T) {
 	c := newExecCheck()
 	sha := script.SHA1(setNX)
 	wantReply(t, "EVALSHA unknown", c.exec(t, "EVALSHA", sha, "1", "k", "v", "1000"),
-		reply.Err("NOSCRIPT No matching script. Please use EVAL."))
+		reply.Error("NOSCRIPT No matching script. Please use EVAL."))
 	wantReply(t, "EVAL", c.exec(t, "EVAL", setNX, "1", "k", "v", "1000"), reply.OK())
 	// EVAL cached it: EVALSHA finds it, in any case of the hex digits.
-	wantReply(t, "EVALSHA", c.exec(t, "EVALSHA", strings.ToUpper(sha), "1", "k", "w", "1000"), reply.NilOf())
+	wantReply(t, "EVALSHA", c.exec(t, "EVALSHA", strings.ToUpper(sha), "1", "k", "w", "1000"), reply.Null())
 	wantReply(t, "SCRIPT EXISTS", c.exec(t, "SCRIPT", "EXISTS", sha, "0000"),
-		reply.ArrayOf(reply.IntOf(1), reply.IntOf(0)))
+		reply.Array(reply.Int(1), reply.Int(0)))
 	other := "return 2"
-	wantReply(t, "SCRIPT LOAD", c.exec(t, "SCRIPT", "LOAD", other), reply.BulkOf(script.SHA1(other)))
+	wantReply(t, "SCRIPT LOAD", c.exec(t, "SCRIPT", "LOAD", other), reply.BulkString(script.SHA1(other)))
 	wantReply(t, "SCRIPT LOAD bad", c.exec(t, "SCRIPT", "LOAD", "return ("),
-		reply.Err("ERR Error compiling script (new function): user_script:1: unexpected symbol near '<eof>'"))
+		reply.Error("ERR Error compiling script (new function): user_script:1: unexpected symbol near '<eof>'"))
 	if n := len(c.s.scripts); n != 2 {
 		t.Errorf("%d scripts cached, want 2 (a script that does not compile is not kept)", n)
 	}
@@ -55,12 +56,12 @@ func TestScriptCache(t *testing.T) {
 	}
 	wantReply(t, "SCRIPT FLUSH", c.exec(t, "SCRIPT", "FLUSH"), reply.OK())
 	wantReply(t, "EVALSHA after FLUSH", c.exec(t, "EVALSHA", sha, "1", "k", "v", "1000"),
-		reply.Err("NOSCRIPT No matching script. Please use EVAL."))
-	wantReply(t, "SCRIPT KILL", c.exec(t, "SCRIPT", "KILL"), reply.Err("NOTBUSY No scripts in execution right now."))
-	wantReply(t, "SCRIPT FLUSH bad", c.exec(t, "SCRIPT", "FLUSH", "NOW"), reply.Err("ERR SCRIPT FLUSH only support SYNC|ASYNC option"))
-	wantReply(t, "numkeys", c.exec(t, "EVAL", "return 1", "2", "k"), reply.Err("ERR Number of keys can't be greater than number of args"))
-	wantReply(t, "numkeys", c.exec(t, "EVAL", "return 1", "-1"), reply.Err("ERR Number of keys can't be negative"))
-	wantReply(t, "numkeys", c.exec(t, "EVAL", "return 1", "x"), reply.Err("ERR value is not an integer or out of range"))
+		reply.Error("NOSCRIPT No matching script. Please use EVAL."))
+	wantReply(t, "SCRIPT KILL", c.exec(t, "SCRIPT", "KILL"), reply.Error("NOTBUSY No scripts in execution right now."))
+	wantReply(t, "SCRIPT FLUSH bad", c.exec(t, "SCRIPT", "FLUSH", "NOW"), reply.Error("ERR SCRIPT FLUSH only support SYNC|ASYNC option"))
+	wantReply(t, "numkeys", c.exec(t, "EVAL", "return 1", "2", "k"), reply.Error("ERR Number of keys can't be greater than number of args"))
+	wantReply(t, "numkeys", c.exec(t, "EVAL", "return 1", "-1"), reply.Error("ERR Number of keys can't be negative"))
+	wantReply(t, "numkeys", c.exec(t, "EVAL", "return 1", "x"), reply.Error("ERR value is not an integer or out of range"))
 }
 
 // TestEvalCacheBound: scripts cached by EVAL are at most maxEvalScripts, the
@@ -106,7 +107,7 @@ return {a[1], a[2], b[1], b[2], math.random(1000000)}`
 	}
 	v1, h1 := run()
 	v2, h2 := run()
-	want := reply.ArrayOf(reply.BulkOf("1234"), reply.BulkOf("567000"), reply.BulkOf("1234"), reply.BulkOf("567000"), v1.Elems[4])
+	want := reply.Array(reply.BulkString("1234"), reply.BulkString("567000"), reply.BulkString("1234"), reply.BulkString("567000"), v1.Elems[4])
 	wantReply(t, "frozen time", v1, want)
 	wantReply(t, "second replica", v2, v1)
 	if h1 != h2 {
@@ -135,7 +136,7 @@ func TestScriptLimits(t *testing.T) {
 		for range 2 {
 			c := newExecCheck()
 			v := c.exec(t, "EVAL", tc.src, "1", "n")
-			if v.Kind != reply.Error || !strings.HasPrefix(v.Str, tc.want) {
+			if v.Kind != reply.KindError || !strings.HasPrefix(v.Str, tc.want) {
 				t.Errorf("%s: %v, want an error starting %q", tc.src, v, tc.want)
 			}
 			wantReply(t, "after", c.exec(t, "SET", "x", "1"), reply.OK())
@@ -153,37 +154,37 @@ func TestScriptLimits(t *testing.T) {
 func TestScriptCommands(t *testing.T) {
 	c := newExecCheck()
 	wantReply(t, "eval in eval", c.exec(t, "EVAL", "return redis.pcall('eval', 'return 1', '0')", "0"),
-		reply.Err(script.ErrNotAllowed))
+		reply.Error(script.ErrNotAllowed))
 	wantReply(t, "flock", c.exec(t, "EVAL", "return redis.pcall('flock', 's', 'a')", "0"),
-		reply.Err(script.ErrNotAllowed))
+		reply.Error(script.ErrNotAllowed))
 	wantReply(t, "unknown", c.exec(t, "EVAL", "return redis.pcall('nope')", "0"),
-		reply.Err(script.ErrUnknownCommand))
+		reply.Error(script.ErrUnknownCommand))
 	wantReply(t, "arity", c.exec(t, "EVAL", "return redis.pcall('get')", "0"),
-		reply.Err(script.ErrWrongArity))
+		reply.Error(script.ErrWrongArity))
 	// BLPOP is noscript in Redis 7, also on a list it need not wait for.
 	c.exec(t, "RPUSH", "q0", "a")
-	wantReply(t, "blpop", c.exec(t, "EVAL", "return redis.pcall('blpop', 'q0', 0)", "0"), reply.Err(script.ErrNotAllowed))
-	wantReply(t, "fence none", c.exec(t, "EVAL", "return redis.call('FENCE', KEYS[1])", "1", "fk"), reply.NilOf())
+	wantReply(t, "blpop", c.exec(t, "EVAL", "return redis.pcall('blpop', 'q0', 0)", "0"), reply.Error(script.ErrNotAllowed))
+	wantReply(t, "fence none", c.exec(t, "EVAL", "return redis.call('FENCE', KEYS[1])", "1", "fk"), reply.Null())
 	c.exec(t, "SET", "fk", "v")
 	created := c.index
-	wantReply(t, "fence", c.exec(t, "EVAL", "return redis.call('FENCE', KEYS[1])", "1", "fk"), reply.IntOf(int64(created)))
+	wantReply(t, "fence", c.exec(t, "EVAL", "return redis.call('FENCE', KEYS[1])", "1", "fk"), reply.Int(int64(created)))
 	wantReply(t, "fence session form", c.exec(t, "EVAL", "return redis.pcall('FENCE', KEYS[1], 's')", "1", "fk"),
-		reply.Err(script.ErrNotAllowed))
+		reply.Error(script.ErrNotAllowed))
 
 	r, err := c.apply(Entry{Op: OpExec, Args: []string{"EVAL",
 		"redis.call('rpush', KEYS[1], 'a') redis.call('publish', 'ch', 'm') return redis.call('publish', 'ch', 'n')", "1", "q"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantReply(t, "publish", r.Reply, reply.IntOf(0))
+	wantReply(t, "publish", r.Reply, reply.Int(0))
 	if fmt.Sprint(r.Pushed) != "[q]" || fmt.Sprint(r.Messages) != "[{ch m} {ch n}]" {
 		t.Errorf("Pushed %v, Messages %v", r.Pushed, r.Messages)
 	}
-	wantReply(t, "blpop", c.exec(t, "BLPOP", "none", "q", "0"), reply.ArrayOf(reply.BulkOf("q"), reply.BulkOf("a")))
-	wantReply(t, "blpop empty", c.exec(t, "BLPOP", "q", "1.5"), reply.NilArrayOf())
+	wantReply(t, "blpop", c.exec(t, "BLPOP", "none", "q", "0"), reply.Array(reply.BulkString("q"), reply.BulkString("a")))
+	wantReply(t, "blpop empty", c.exec(t, "BLPOP", "q", "1.5"), reply.NullArray())
 	c.exec(t, "SET", "s", "x")
 	wantReply(t, "blpop wrong type", c.exec(t, "BLPOP", "s", "q", "0"), errWrongType)
-	wantReply(t, "blpop timeout", c.exec(t, "BLPOP", "q", "-1"), reply.Err("ERR timeout is negative"))
+	wantReply(t, "blpop timeout", c.exec(t, "BLPOP", "q", "-1"), reply.Error("ERR timeout is negative"))
 }
 
 // TestScriptDeepReply: a reply nested deeper than a Result can carry is cut
@@ -199,11 +200,11 @@ func TestScriptDeepReply(t *testing.T) {
 		t.Fatalf("a script's reply does not decode: %v", err)
 	}
 	depth, v := 0, dec.Reply
-	for v.Kind == reply.Array {
+	for v.Kind == reply.KindArray {
 		depth++
 		v = v.Elems[0]
 	}
-	if depth != MaxReplyDepth || v.Kind != reply.Error {
+	if depth != MaxReplyDepth || v.Kind != reply.KindError {
 		t.Errorf("depth %d ending in %v, want %d ending in an error", depth, v, MaxReplyDepth)
 	}
 }

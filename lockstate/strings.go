@@ -19,21 +19,21 @@ func cmdGet(s *State, a [][]byte, now int64) reply.Value {
 	case !ok:
 		return errWrongType
 	case k == nil:
-		return reply.NilOf()
+		return reply.Null()
 	}
-	return reply.BulkOf(k.str)
+	return reply.BulkString(k.str)
 }
 
 func cmdMget(s *State, a [][]byte, now int64) reply.Value {
 	out := make([]reply.Value, len(a)-1)
 	for i, name := range a[1:] {
 		if k, _ := s.typed(string(name), kvString, now); k != nil {
-			out[i] = reply.BulkOf(k.str)
+			out[i] = reply.BulkString(k.str)
 		} else {
-			out[i] = reply.NilOf()
+			out[i] = reply.Null()
 		}
 	}
-	return reply.ArrayOf(out...)
+	return reply.Array(out...)
 }
 
 func cmdGetRange(s *State, a [][]byte, now int64) reply.Value {
@@ -46,9 +46,9 @@ func cmdGetRange(s *State, a [][]byte, now int64) reply.Value {
 		return errWrongType
 	}
 	if k == nil {
-		return reply.BulkOf("")
+		return reply.BulkString("")
 	}
-	return reply.BulkOf(getRange(k.str, p.Start, p.End))
+	return reply.BulkString(getRange(k.str, p.Start, p.End))
 }
 
 // getRange is Redis 7's GETRANGE arithmetic.
@@ -87,7 +87,7 @@ func cmdSet(s *State, a [][]byte, now int64) reply.Value {
 		deadline = s.fromUnix(p.Millis, now)
 	case commands.SetEX, commands.SetPX:
 		if !s.relativeOK(p.Millis) {
-			return reply.Err("ERR invalid expire time in 'set' command")
+			return reply.Error("ERR invalid expire time in 'set' command")
 		}
 		deadline = ms.Add(now, p.Millis)
 	}
@@ -97,16 +97,16 @@ func cmdSet(s *State, a [][]byte, now int64) reply.Value {
 	}
 	res := reply.OK()
 	if p.Get {
-		res = reply.NilOf()
+		res = reply.Null()
 		if k != nil {
-			res = reply.BulkOf(k.str)
+			res = reply.BulkString(k.str)
 		}
 	}
 	if (p.NX && k != nil) || (p.XX && k == nil) {
 		if p.Get {
 			return res
 		}
-		return reply.NilOf()
+		return reply.Null()
 	}
 	if k == nil {
 		k = s.newKey(p.Key, kvString)
@@ -132,10 +132,10 @@ func cmdGetDel(s *State, a [][]byte, now int64) reply.Value {
 	case !ok:
 		return errWrongType
 	case k == nil:
-		return reply.NilOf()
+		return reply.Null()
 	}
 	s.deleteKey(k)
-	return reply.BulkOf(k.str)
+	return reply.BulkString(k.str)
 }
 
 // msetPairs parses MSET's pairs and checks that none names a held lock.
@@ -181,11 +181,11 @@ func cmdMsetNX(s *State, a [][]byte, now int64) reply.Value {
 	}
 	for _, kv := range pairs {
 		if k, lock := s.find(kv[0], now); k != nil || lock {
-			return reply.IntOf(0)
+			return reply.Int(0)
 		}
 	}
 	s.msetAll(pairs, now)
-	return reply.IntOf(1)
+	return reply.Int(1)
 }
 
 func cmdIncr(s *State, a [][]byte, now int64) reply.Value {
@@ -208,7 +208,7 @@ func cmdIncr(s *State, a [][]byte, now int64) reply.Value {
 		k = s.newKey(string(a[1]), kvString)
 	}
 	s.setString(k, strconv.FormatInt(n, 10))
-	return reply.IntOf(n)
+	return reply.Int(n)
 }
 
 // cmdDelEx is DELEX key [IFEQ value | IFNE value] (Redis 8.4): without a
@@ -236,8 +236,8 @@ func delIf(s *State, name string, now int64, ok func(string) bool) reply.Value {
 	case !typeOK:
 		return errWrongType
 	case k == nil || !ok(k.str):
-		return reply.IntOf(0)
+		return reply.Int(0)
 	}
 	s.deleteKey(k)
-	return reply.IntOf(1)
+	return reply.Int(1)
 }

@@ -12,9 +12,10 @@
 // fence of any key it creates. An entry applies in three steps: the
 // deadlines it has passed take effect, then its op, then each lock freed
 // on the way passes to its first remaining waiter, so a lock is granted at
-// most once per entry and one token names one ownership (issue 12;
-// exhaustive_test.go checks it over every short sequence). Two States that apply the same entries at the
-// same indexes hold the same records and hash the same. Besides the standard
+// most once per entry and one token names one ownership (see DESIGN.md,
+// Sessions, waits and handoff; exhaustive_test.go checks it over every
+// short sequence). Two States that apply the same entries at the same
+// indexes hold the same records and hash the same. Besides the standard
 // library (no clock, no randomness) it imports only the repository's pure
 // packages commands, reply, script and internal/ms, and internal/plant, which
 // is empty outside the fault tests' builds (internal/lint checks this);
@@ -23,52 +24,49 @@
 package lockstate
 
 import (
-	"errors"
-
 	"github.com/fenced/fenced/reply"
 )
 
 // Errors returned in Result.Err. Each is a decided outcome: the entry was
-// applied and this is its answer. The server maps them to RESP error codes.
+// applied and this is its answer, and carries the RESP code a client sees.
 var (
 	// ErrNoSession is returned when a command names a session that is
 	// unknown, expired or killed, and to waiters of a session that ends.
-	ErrNoSession = errors.New("lockstate: session expired; its locks were released")
+	ErrNoSession = reply.NewErr("NOSESSION", "session expired; its locks were released")
 	// ErrNotOwner is returned by FUNLOCK and FENCE when the owner does not
 	// hold the lock.
-	ErrNotOwner = errors.New("lockstate: not the owner of the lock")
+	ErrNotOwner = reply.NewErr("NOTOWNER", "not the owner of the lock")
 	// ErrLimit is returned by a reentrant FLOCK whose owner has reached the
 	// ownership's reentrancy limit. The hold count is unchanged.
-	ErrLimit = errors.New("lockstate: reentrancy limit reached")
+	ErrLimit = reply.NewErr("LIMIT", "reentrancy limit reached")
 	// ErrStaleFence is returned by FUNLOCK FENCE and LOCK.FORCEUNLOCK when the
 	// token is not the current ownership's token.
-	ErrStaleFence = errors.New("lockstate: fencing token is not the current one")
+	ErrStaleFence = reply.NewErr("STALEFENCE", "fencing token is not the current one")
 	// ErrCancelled answers a waiting FLOCK that was replaced by a newer FLOCK
 	// of the same owner on the same lock.
-	ErrCancelled = errors.New("lockstate: wait cancelled by a newer request of the same owner")
+	ErrCancelled = reply.NewErr("CANCELLED", "wait cancelled by a newer request of the same owner")
 	// ErrTooManySessions, ErrTooManyLocks and ErrTooManyWaiters are the
 	// configured bounds of Config.
-	ErrTooManySessions = errors.New("lockstate: too many sessions")
-	ErrTooManyLocks    = errors.New("lockstate: too many locks held by this session")
-	ErrTooManyWaiters  = errors.New("lockstate: too many waiters on this lock")
+	ErrTooManySessions = reply.NewErr("ERR", "too many sessions")
+	ErrTooManyLocks    = reply.NewErr("ERR", "too many locks held by this session")
+	ErrTooManyWaiters  = reply.NewErr("ERR", "too many waiters on this lock")
 	// ErrSessionExists is returned by SESSION.OPEN when the proposed id is
 	// already in use (the leader draws 128 random bits, so this means a bug
 	// or a replayed proposal).
-	ErrSessionExists = errors.New("lockstate: session id already exists")
+	ErrSessionExists = reply.NewErr("ERR", "session id already exists")
 	// ErrBadEntry is wrapped by DecodeEntry for bytes that are not an entry,
 	// and answers an entry the state machine cannot apply (an unknown op, or
 	// a membership entry without its fields).
-	ErrBadEntry = errors.New("lockstate: malformed entry")
+	ErrBadEntry = reply.NewErr("ERR", "malformed entry")
 	// ErrNodeRemoved answers OpNodeJoin for an id that was removed: ids are
 	// never reused.
-	ErrNodeRemoved = errors.New("lockstate: node id was removed from the cluster and may not be reused")
+	ErrNodeRemoved = reply.NewErr("ERR", "node id was removed from the cluster and may not be reused")
 	// ErrBadResult is wrapped by DecodeResult for bytes that are not a
 	// result.
-	ErrBadResult = errors.New("lockstate: malformed result")
+	ErrBadResult = reply.NewErr("ERR", "malformed result")
 	// ErrWrongType answers FLOCK on a name that is a string, hash or list
-	// key. Its text after "lockstate: " is Redis's WRONGTYPE error, code
-	// first, so the server can reply it as it stands.
-	ErrWrongType = errors.New("lockstate: WRONGTYPE Operation against a key holding the wrong kind of value")
+	// key, with Redis's WRONGTYPE error.
+	ErrWrongType = reply.NewErr("WRONGTYPE", "Operation against a key holding the wrong kind of value")
 )
 
 // Op is the kind of an Entry.

@@ -6,11 +6,13 @@ import (
 	"strings"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/fenced/fenced/reply"
 )
 
 // ErrMembership is wrapped by membership errors that are decided: nothing
 // changed and retrying the same request will not help.
-var ErrMembership = errors.New("raftstore: membership")
+var ErrMembership = reply.NewErr("ERR", "membership")
 
 // Server is one member of the Raft configuration.
 type Server struct {

@@ -13,26 +13,26 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/fenced/fenced/internal/plant"
 	"github.com/fenced/fenced/lockstate"
+	"github.com/fenced/fenced/reply"
 )
 
 // Errors returned by Propose and Read. The first three mean nothing was
 // applied, so a retry is safe; ErrUncertain means the outcome is unknown.
 var (
 	// ErrNoLeader is returned when the cluster has no leader.
-	ErrNoLeader = errors.New("raftstore: no leader")
+	ErrNoLeader = reply.NewErr("CLUSTERDOWN", "no leader")
 	// ErrNotLeader is returned by a node that is not the leader.
-	ErrNotLeader = errors.New("raftstore: not the leader")
+	ErrNotLeader = reply.NewErr("TRYAGAIN", "not the leader")
 	// ErrNotReady is returned by a new leader before it applied its term's
 	// barrier, and by a node that is shutting down before it proposed.
-	ErrNotReady = errors.New("raftstore: leader not ready")
+	ErrNotReady = reply.NewErr("TRYAGAIN", "leader not ready")
 	// ErrUncertain is returned when the entry may or may not have been
 	// committed: leadership was lost after it was proposed.
-	ErrUncertain = errors.New("raftstore: outcome unknown")
+	ErrUncertain = reply.NewErr("UNCERTAIN", "outcome unknown")
 )
 
 // Clock is the cluster clock that stamps proposed entries (session.Clock):
@@ -165,7 +165,7 @@ func (n *Node) open() error {
 	if n.fsm.replayUntil, err = n.logs.LastIndex(); err != nil {
 		return err
 	}
-	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
+	hlog := newRaftLogger(cfg.Logger)
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, hlog)
 	if err != nil {
 		return fmt.Errorf("raftstore: snapshot store: %w", err)

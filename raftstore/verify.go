@@ -5,10 +5,10 @@ import (
 	"sync"
 )
 
-// verifier coalesces leadership checks across concurrent reads (research
-// raftservers.md 8.3): every caller waits for a round that started after it
-// arrived, so a read can never be confirmed by a round that began before
-// the read's commit index was captured. While a round is in flight, new
+// verifier coalesces leadership checks across concurrent reads (see
+// DESIGN.md, Linearizable reads): every caller waits for a round that
+// started after it arrived, so a read can never be confirmed by a round
+// that began before the read's commit index was captured. While a round is in flight, new
 // callers gather into the next one; at most one round runs at a time.
 type verifier struct {
 	check func() error // one quorum round trip (raft.VerifyLeader)

@@ -20,8 +20,8 @@ func fuzzLimitSets() []Limits {
 	}
 }
 
-// fuzzSeeds are the regression inputs of research/reliability.md section 6
-// and the read table.
+// fuzzSeeds are regression inputs (inputs that crashed or hung other RESP
+// parsers, as noted) and the inputs of the reader's table (readerCases).
 func fuzzSeeds() [][]byte {
 	seeds := [][]byte{
 		[]byte("*0\r\n"),

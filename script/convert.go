@@ -152,30 +152,30 @@ func errTable(L *lua.LState, s string) *lua.LTable {
 func (r *runner) toLua(L *lua.LState, v reply.Value) lua.LValue {
 	r.charge(L, 1)
 	switch v.Kind {
-	case reply.Status:
+	case reply.KindSimpleString:
 		t := L.CreateTable(0, 1)
 		t.RawSetString("ok", lua.LString(v.Str))
 		return t
-	case reply.Error:
+	case reply.KindError:
 		t := errTable(L, "-"+v.Str)
 		t.RawSetString("ignore_error_stats_update", lua.LTrue)
 		return t
-	case reply.Int:
+	case reply.KindInt:
 		return lua.LNumber(v.Int)
-	case reply.Bulk:
+	case reply.KindBulk:
 		return lua.LString(v.Str)
-	case reply.Nil, reply.NilArray:
+	case reply.KindNull, reply.KindNullArray:
 		if r.resp == 3 {
 			return lua.LNil
 		}
 		return lua.LFalse
-	case reply.Array:
+	case reply.KindArray:
 		t := L.CreateTable(len(v.Elems), 0)
 		for i, e := range v.Elems {
 			t.RawSetInt(i+1, r.toLua(L, e))
 		}
 		return t
-	case reply.Map:
+	case reply.KindMap:
 		if r.resp == 3 {
 			m := L.CreateTable(0, len(v.Elems)/2)
 			for i := 0; i+1 < len(v.Elems); i += 2 {
@@ -211,52 +211,52 @@ func (r *runner) toReply(v lua.LValue, depth int) reply.Value {
 	r.steps++
 	if r.steps > r.lim.MaxSteps {
 		r.exhaust(ErrWorkLimit)
-		return reply.NilOf()
+		return reply.Null()
 	}
 	if r.exhausted != "" {
-		return reply.NilOf()
+		return reply.Null()
 	}
 	switch x := v.(type) {
 	case lua.LString:
-		return reply.BulkOf(string(x))
+		return reply.BulkString(string(x))
 	case lua.LBool:
 		// Under redis.setresp(3) a boolean is a RESP3 boolean, which a
 		// RESP2 client reads as :1 / :0; reply.Value has no boolean kind.
 		switch {
 		case bool(x):
-			return reply.IntOf(1)
+			return reply.Int(1)
 		case r.resp == 3:
-			return reply.IntOf(0)
+			return reply.Int(0)
 		}
-		return reply.NilOf()
+		return reply.Null()
 	case lua.LNumber:
-		return reply.IntOf(toInt64(float64(x)))
+		return reply.Int(toInt64(float64(x)))
 	case *lua.LTable:
 		if depth >= maxReplyDepth {
-			return reply.Err("ERR reached lua stack limit")
+			return reply.Error("ERR reached lua stack limit")
 		}
 		return r.tableReply(x, depth)
 	}
-	return reply.NilOf()
+	return reply.Null()
 }
 
 func (r *runner) tableReply(t *lua.LTable, depth int) reply.Value {
 	if e, ok := t.RawGetString("err").(lua.LString); ok {
-		return reply.Err(oneLine(string(e)))
+		return reply.Error(oneLine(string(e)))
 	}
 	if s, ok := t.RawGetString("ok").(lua.LString); ok {
-		return reply.StatusOf(mapCRLF(string(s)))
+		return reply.SimpleString(mapCRLF(string(s)))
 	}
 	if d, ok := t.RawGetString("double").(lua.LNumber); ok {
-		return reply.BulkOf(fmtDouble(float64(d)))
+		return reply.BulkString(fmtDouble(float64(d)))
 	}
 	if s, ok := t.RawGetString("big_number").(lua.LString); ok {
-		return reply.BulkOf(mapCRLF(string(s)))
+		return reply.BulkString(mapCRLF(string(s)))
 	}
 	if vt, ok := t.RawGetString("verbatim_string").(*lua.LTable); ok {
 		if _, ok := vt.RawGetString("format").(lua.LString); ok {
 			if s, ok := vt.RawGetString("string").(lua.LString); ok {
-				return reply.BulkOf(string(s))
+				return reply.BulkString(string(s))
 			}
 		}
 	}
@@ -268,7 +268,7 @@ func (r *runner) tableReply(t *lua.LTable, depth int) reply.Value {
 				break
 			}
 		}
-		return reply.MapOf(elems...)
+		return reply.Map(elems...)
 	}
 	if s, ok := t.RawGetString("set").(*lua.LTable); ok {
 		var elems []reply.Value
@@ -278,7 +278,7 @@ func (r *runner) tableReply(t *lua.LTable, depth int) reply.Value {
 				break
 			}
 		}
-		return reply.ArrayOf(elems...)
+		return reply.Array(elems...)
 	}
 	var elems []reply.Value
 	for i := 1; ; i++ {
@@ -291,7 +291,7 @@ func (r *runner) tableReply(t *lua.LTable, depth int) reply.Value {
 	if elems == nil {
 		elems = []reply.Value{}
 	}
-	return reply.ArrayOf(elems...)
+	return reply.Array(elems...)
 }
 
 // mapCRLF replaces CR and LF with spaces (Redis's sdsmapchars on statuses).

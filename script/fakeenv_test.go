@@ -33,9 +33,9 @@ func newFakeEnv() *fakeEnv {
 }
 
 var (
-	errWrongType = reply.Err("WRONGTYPE Operation against a key holding the wrong kind of value")
-	errNotInt    = reply.Err("ERR value is not an integer or out of range")
-	errSyntax    = reply.Err("ERR syntax error")
+	errWrongType = reply.Error("WRONGTYPE Operation against a key holding the wrong kind of value")
+	errNotInt    = reply.Error("ERR value is not an integer or out of range")
+	errSyntax    = reply.Error("ERR syntax error")
 )
 
 // arity: positive = exact, negative = at least.
@@ -72,31 +72,31 @@ func (f *fakeEnv) Call(args []string) reply.Value {
 	name := strings.ToLower(args[0])
 	ar, ok := fakeArity[name]
 	if !ok {
-		return reply.Err(ErrUnknownCommand)
+		return reply.Error(ErrUnknownCommand)
 	}
 	if ar > 0 && len(args) != ar || ar < 0 && len(args) < -ar {
-		return reply.Err(ErrWrongArity)
+		return reply.Error(ErrWrongArity)
 	}
 	switch name {
 	case "eval":
-		return reply.Err(ErrNotAllowed)
+		return reply.Error(ErrNotAllowed)
 	case "ping":
 		if len(args) > 1 {
-			return reply.BulkOf(args[1])
+			return reply.BulkString(args[1])
 		}
-		return reply.StatusOf("PONG")
+		return reply.SimpleString("PONG")
 	case "echo":
-		return reply.BulkOf(args[1])
+		return reply.BulkString(args[1])
 	case "get":
 		k := args[1]
 		if !f.exists(k) {
-			return reply.NilOf()
+			return reply.Null()
 		}
 		v, ok := f.strs[k]
 		if !ok {
 			return errWrongType
 		}
-		return reply.BulkOf(v)
+		return reply.BulkString(v)
 	case "set":
 		return f.set(args)
 	case "del":
@@ -106,7 +106,7 @@ func (f *fakeEnv) Call(args []string) reply.Value {
 				n++
 			}
 		}
-		return reply.IntOf(int64(n))
+		return reply.Int(int64(n))
 	case "exists":
 		n := 0
 		for _, k := range args[1:] {
@@ -114,7 +114,7 @@ func (f *fakeEnv) Call(args []string) reply.Value {
 				n++
 			}
 		}
-		return reply.IntOf(int64(n))
+		return reply.Int(int64(n))
 	case "pexpire", "expire":
 		n, err := strconv.ParseInt(args[2], 10, 64)
 		if err != nil {
@@ -124,39 +124,39 @@ func (f *fakeEnv) Call(args []string) reply.Value {
 			n *= 1000
 		}
 		if !f.exists(args[1]) {
-			return reply.IntOf(0)
+			return reply.Int(0)
 		}
 		if n <= 0 {
 			f.del(args[1])
 		} else {
 			f.expires[args[1]] = f.now + n
 		}
-		return reply.IntOf(1)
+		return reply.Int(1)
 	case "pttl", "ttl":
 		k := args[1]
 		if !f.exists(k) {
-			return reply.IntOf(-2)
+			return reply.Int(-2)
 		}
 		d, ok := f.expires[k]
 		if !ok {
-			return reply.IntOf(-1)
+			return reply.Int(-1)
 		}
 		ms := d - f.now
 		if name == "ttl" {
-			return reply.IntOf((ms + 500) / 1000)
+			return reply.Int((ms + 500) / 1000)
 		}
-		return reply.IntOf(ms)
+		return reply.Int(ms)
 	case "type":
 		k := args[1]
 		switch {
 		case !f.exists(k):
-			return reply.StatusOf("none")
+			return reply.SimpleString("none")
 		case f.strs[k] != "" || f.hashes[k] == nil && f.lists[k] == nil:
-			return reply.StatusOf("string")
+			return reply.SimpleString("string")
 		case f.hashes[k] != nil:
-			return reply.StatusOf("hash")
+			return reply.SimpleString("hash")
 		}
-		return reply.StatusOf("list")
+		return reply.SimpleString("list")
 	case "incr":
 		k := args[1]
 		var n int64
@@ -172,25 +172,25 @@ func (f *fakeEnv) Call(args []string) reply.Value {
 		}
 		n++
 		f.strs[k] = strconv.FormatInt(n, 10)
-		return reply.IntOf(n)
+		return reply.Int(n)
 	case "mget":
 		var out []reply.Value
 		for _, k := range args[1:] {
 			if v, ok := f.strs[k]; ok && f.exists(k) {
-				out = append(out, reply.BulkOf(v))
+				out = append(out, reply.BulkString(v))
 			} else {
-				out = append(out, reply.NilOf())
+				out = append(out, reply.Null())
 			}
 		}
-		return reply.ArrayOf(out...)
+		return reply.Array(out...)
 	case "mset", "msetnx":
 		if len(args)%2 != 1 {
-			return reply.Err("ERR wrong number of arguments for '" + name + "' command")
+			return reply.Error("ERR wrong number of arguments for '" + name + "' command")
 		}
 		if name == "msetnx" {
 			for i := 1; i < len(args); i += 2 {
 				if f.exists(args[i]) {
-					return reply.IntOf(0)
+					return reply.Int(0)
 				}
 			}
 		}
@@ -199,7 +199,7 @@ func (f *fakeEnv) Call(args []string) reply.Value {
 			f.strs[args[i]] = args[i+1]
 		}
 		if name == "msetnx" {
-			return reply.IntOf(1)
+			return reply.Int(1)
 		}
 		return reply.OK()
 	case "getrange":
@@ -226,12 +226,12 @@ func (f *fakeEnv) Call(args []string) reply.Value {
 			end = n - 1
 		}
 		if n == 0 || start > end {
-			return reply.BulkOf("")
+			return reply.BulkString("")
 		}
-		return reply.BulkOf(v[start : end+1])
+		return reply.BulkString(v[start : end+1])
 	case "hset":
 		if len(args)%2 != 0 {
-			return reply.Err("ERR wrong number of arguments for 'hset' command")
+			return reply.Error("ERR wrong number of arguments for 'hset' command")
 		}
 		h, err := f.hash(args[1], true)
 		if err != nil {
@@ -244,25 +244,25 @@ func (f *fakeEnv) Call(args []string) reply.Value {
 			}
 			h[args[i]] = args[i+1]
 		}
-		return reply.IntOf(int64(n))
+		return reply.Int(int64(n))
 	case "hget":
 		h, err := f.hash(args[1], false)
 		if err != nil {
 			return *err
 		}
 		if v, ok := h[args[2]]; ok {
-			return reply.BulkOf(v)
+			return reply.BulkString(v)
 		}
-		return reply.NilOf()
+		return reply.Null()
 	case "hexists":
 		h, err := f.hash(args[1], false)
 		if err != nil {
 			return *err
 		}
 		if _, ok := h[args[2]]; ok {
-			return reply.IntOf(1)
+			return reply.Int(1)
 		}
-		return reply.IntOf(0)
+		return reply.Int(0)
 	case "hincrby":
 		by, perr := strconv.ParseInt(args[3], 10, 64)
 		if perr != nil {
@@ -275,12 +275,12 @@ func (f *fakeEnv) Call(args []string) reply.Value {
 		var n int64
 		if v, ok := h[args[2]]; ok {
 			if n, perr = strconv.ParseInt(v, 10, 64); perr != nil {
-				return reply.Err("ERR hash value is not an integer")
+				return reply.Error("ERR hash value is not an integer")
 			}
 		}
 		n += by
 		h[args[2]] = strconv.FormatInt(n, 10)
-		return reply.IntOf(n)
+		return reply.Int(n)
 	case "hdel":
 		h, err := f.hash(args[1], false)
 		if err != nil {
@@ -296,7 +296,7 @@ func (f *fakeEnv) Call(args []string) reply.Value {
 		if len(h) == 0 {
 			f.del(args[1])
 		}
-		return reply.IntOf(int64(n))
+		return reply.Int(int64(n))
 	case "hgetall":
 		h, err := f.hash(args[1], false)
 		if err != nil {
@@ -309,9 +309,9 @@ func (f *fakeEnv) Call(args []string) reply.Value {
 		sort.Strings(fields)
 		var out []reply.Value
 		for _, k := range fields {
-			out = append(out, reply.BulkOf(k), reply.BulkOf(h[k]))
+			out = append(out, reply.BulkString(k), reply.BulkString(h[k]))
 		}
-		return reply.MapOf(out...)
+		return reply.Map(out...)
 	case "lpush", "rpush":
 		k := args[1]
 		if f.exists(k) && f.lists[k] == nil {
@@ -324,11 +324,11 @@ func (f *fakeEnv) Call(args []string) reply.Value {
 				f.lists[k] = append(f.lists[k], v)
 			}
 		}
-		return reply.IntOf(int64(len(f.lists[k])))
+		return reply.Int(int64(len(f.lists[k])))
 	case "lpop":
 		k := args[1]
 		if !f.exists(k) {
-			return reply.NilOf()
+			return reply.Null()
 		}
 		l, ok := f.lists[k]
 		if !ok {
@@ -340,12 +340,12 @@ func (f *fakeEnv) Call(args []string) reply.Value {
 		} else {
 			f.lists[k] = l[1:]
 		}
-		return reply.BulkOf(v)
+		return reply.BulkString(v)
 	case "llen":
 		if !f.exists(args[1]) {
-			return reply.IntOf(0)
+			return reply.Int(0)
 		}
-		return reply.IntOf(int64(len(f.lists[args[1]])))
+		return reply.Int(int64(len(f.lists[args[1]])))
 	case "keys":
 		var ks []string
 		for _, m := range []map[string]bool{f.keySet()} {
@@ -358,14 +358,14 @@ func (f *fakeEnv) Call(args []string) reply.Value {
 		sort.Strings(ks)
 		out := []reply.Value{}
 		for _, k := range ks {
-			out = append(out, reply.BulkOf(k))
+			out = append(out, reply.BulkString(k))
 		}
-		return reply.ArrayOf(out...)
+		return reply.Array(out...)
 	case "publish":
 		f.pubs = append(f.pubs, args[1]+"="+args[2])
-		return reply.IntOf(0)
+		return reply.Int(0)
 	}
-	return reply.Err(ErrUnknownCommand)
+	return reply.Error(ErrUnknownCommand)
 }
 
 func (f *fakeEnv) keySet() map[string]bool {
@@ -423,7 +423,7 @@ func (f *fakeEnv) set(args []string) reply.Value {
 				return errNotInt
 			}
 			if n <= 0 {
-				return reply.Err("ERR invalid expire time in 'set' command")
+				return reply.Error("ERR invalid expire time in 'set' command")
 			}
 			if strings.ToLower(args[i]) == "ex" {
 				n *= 1000
@@ -439,7 +439,7 @@ func (f *fakeEnv) set(args []string) reply.Value {
 	}
 	ex := f.exists(k)
 	if nx && ex || xx && !ex {
-		return reply.NilOf()
+		return reply.Null()
 	}
 	old, hadTTL := f.expires[k]
 	f.del(k)

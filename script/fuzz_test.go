@@ -44,7 +44,7 @@ func FuzzRun(f *testing.F) {
 			replies[i] = runLim(src, keys, argv, env, 7, lim)
 			logs[i] = env.log
 		}
-		if replies[0].Kind == reply.Invalid {
+		if replies[0].Kind == reply.KindInvalid {
 			t.Fatalf("invalid reply %v", replies[0])
 		}
 		if !eq(replies[0], replies[1]) {

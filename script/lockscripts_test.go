@@ -2,6 +2,7 @@ package script
 
 import (
 	"encoding/json"
+	"github.com/fenced/fenced/resp"
 	"os"
 	"sort"
 	"testing"
@@ -9,8 +10,8 @@ import (
 	"github.com/fenced/fenced/reply"
 )
 
-// lockScript is one entry of testdata/lockscripts.json, a copy of the
-// research's scripts.json: the exact bytes real lock libraries send.
+// lockScript is one entry of testdata/lockscripts.json: the exact bytes
+// real lock libraries send.
 type lockScript struct {
 	SHA1   string `json:"sha1"`
 	Text   string `json:"text"`
@@ -40,7 +41,7 @@ type scenario struct {
 	setup func(e *fakeEnv)
 	keys  []string
 	argv  []string
-	want  string // reply.Value.String()
+	want  string // resp.FromReply(reply).String()
 	check func(t *testing.T, e *fakeEnv)
 }
 
@@ -250,8 +251,8 @@ var lockScenarios = map[string][]scenario{
 		{"taken", str("r", "x"), []string{"r"}, []string{"v", "1000", "yes"}, "(nil)", value("r", "x", 0)},
 	},
 	"redlock-rb/PTTL_SCRIPT": {
-		{"held", strTTL("r", "v", 1000), []string{"r"}, nil, `["v" (integer) 1000]`, nil},
-		{"missing", nil, []string{"r"}, nil, `[(nil) (integer) -2]`, nil},
+		{"held", strTTL("r", "v", 1000), []string{"r"}, nil, `["v", (integer) 1000]`, nil},
+		{"missing", nil, []string{"r"}, nil, `[(nil), (integer) -2]`, nil},
 	},
 	"redisson/RedissonLock.tryLockInnerAsync": {
 		{"fresh", nil, []string{"n"}, []string{"30000", "uuid:1"}, "(nil)", hashField("n", "uuid:1", "1", 30000)},
@@ -277,12 +278,12 @@ var lockScenarios = map[string][]scenario{
 		{"free", nil, []string{"n", "c"}, []string{"0", "PUBLISH"}, "(integer) 0", nil},
 	},
 	"redisson/LockTask.renew(watchdog)": {
-		{"batch", all(hash("n1", 10, "f1", "1"), hash("n2", 10, "zz", "1")), []string{"n1", "n2"}, []string{"30000", "f1", "f2"}, "[(integer) 1 (integer) 0]",
+		{"batch", all(hash("n1", 10, "f1", "1"), hash("n2", 10, "zz", "1")), []string{"n1", "n2"}, []string{"30000", "f1", "f2"}, "[(integer) 1, (integer) 0]",
 			hashField("n1", "f1", "1", 30000)},
 	},
 	"redisson/RedissonFencedLock.tryLockInnerAsync": {
-		{"fresh", str("tok", "41"), []string{"n", "tok"}, []string{"30000", "uuid:1"}, "[(integer) -1 (integer) 42]", hashField("n", "uuid:1", "1", 30000)},
-		{"taken", hash("n", 7000, "uuid:2", "1"), []string{"n", "tok"}, []string{"30000", "uuid:1"}, "[(integer) 7000 (integer) -1]", nil},
+		{"fresh", str("tok", "41"), []string{"n", "tok"}, []string{"30000", "uuid:1"}, "[(integer) -1, (integer) 42]", hashField("n", "uuid:1", "1", 30000)},
+		{"taken", hash("n", 7000, "uuid:2", "1"), []string{"n", "tok"}, []string{"30000", "uuid:1"}, "[(integer) 7000, (integer) -1]", nil},
 	},
 	"redisson/MasterSlaveConnectionManager.detectCluster": {
 		{"probe", nil, []string{"test1", "test2"}, nil, "(nil)", nil},
@@ -343,7 +344,7 @@ func TestLockScripts(t *testing.T) {
 							sc.check(t, e)
 						}
 					}
-					if got := replies[0].String(); got != sc.want {
+					if got := resp.FromReply(replies[0]).String(); got != sc.want {
 						t.Errorf("reply %s, want %s (commands %q)", got, sc.want, logs[0])
 					}
 					// Deterministic: the same run gives the same reply and

@@ -82,7 +82,7 @@ func (r *runner) redisCall(L *lua.LState, raiseErrors bool) int {
 	}
 	rep := r.envCall(L, args)
 	v := r.toLua(L, rep)
-	if raiseErrors && rep.Kind == reply.Error {
+	if raiseErrors && rep.Kind == reply.KindError {
 		L.Error(v, 0)
 	}
 	L.Push(v)

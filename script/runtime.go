@@ -619,14 +619,14 @@ func (r *runner) run(prog *program, keys, argv []string) reply.Value {
 		panic(r.envPanic)
 	}
 	if r.exhausted != "" {
-		return reply.Err(r.exhausted)
+		return reply.Error(r.exhausted)
 	}
 	if err != nil {
 		return r.errorReply(err)
 	}
 	rep := r.toReply(L.Get(-1), 0)
 	if r.exhausted != "" {
-		return reply.Err(r.exhausted)
+		return reply.Error(r.exhausted)
 	}
 	return rep
 }
@@ -752,7 +752,7 @@ func (r *runner) errorReply(err error) reply.Value {
 	if source != "" && line != "" {
 		msg += " script: " + r.sha + ", on " + source + ":" + line + "."
 	}
-	return reply.Err(oneLine(r.scrub(msg)))
+	return reply.Error(oneLine(r.scrub(msg)))
 }
 
 // Deterministic tostring.

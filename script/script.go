@@ -166,7 +166,7 @@ func (e *Engine) Run(src string, keys, argv []string, env Env, seed int64) reply
 func (e *Engine) runSteps(src string, keys, argv []string, env Env, seed int64) (reply.Value, int64) {
 	prog, err := e.compile(src)
 	if err != nil {
-		return reply.Err(err.Msg), 0
+		return reply.Error(err.Msg), 0
 	}
 	r := e.getRunner(env, seed, prog.sha)
 	defer e.release(r)

@@ -108,9 +108,9 @@ func (s *Server) blpop(c *resp.Conn, args [][]byte) resp.Value {
 		case res.Err != nil:
 			stop()
 			return errorReply(res.Err)
-		case res.Reply.Kind != reply.NilArray:
+		case res.Reply.Kind != reply.KindNullArray:
 			stop()
-			return toRESP(res.Reply)
+			return resp.FromReply(res.Reply)
 		}
 		select {
 		case <-pushed:

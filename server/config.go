@@ -100,7 +100,7 @@ func (c Config) Validate() error {
 		if err != nil {
 			return bad("%s %q: %v", a.flag, a.addr, err)
 		}
-		// Protected mode (SPEC section 7): without authentication, which
+		// Protected mode, as in Redis: without authentication, which
 		// this version does not have yet, only loopback is served.
 		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 			return bad("%s %q: a non-loopback address needs a password (protected mode)", a.flag, a.addr)

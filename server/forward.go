@@ -11,20 +11,21 @@ import (
 
 	"github.com/fenced/fenced/lockstate"
 	"github.com/fenced/fenced/raftstore"
+	"github.com/fenced/fenced/reply"
 	"github.com/fenced/fenced/resp"
 )
 
-// Errors of forwarding to the leader (SPEC section 6).
+// Errors of forwarding to the leader.
 var (
 	// ErrLeaderUnreachable means the command never reached the leader:
 	// nothing was applied and a retry is safe.
-	ErrLeaderUnreachable = errors.New("server: cannot reach the leader")
+	ErrLeaderUnreachable = reply.NewErr("TRYAGAIN", "cannot reach the leader")
 	// ErrForwardLost means the link to the leader broke after the command
 	// was sent: it may or may not have been applied.
-	ErrForwardLost = errors.New("server: outcome unknown: the link to the leader broke after sending")
+	ErrForwardLost = reply.NewErr("UNCERTAIN", "outcome unknown: the link to the leader broke after sending")
 	// ErrStarting answers clients of a node that has not yet cancelled the
 	// waits its earlier process left queued; nothing was applied.
-	ErrStarting = errors.New("server: node starting: cancelling the waits of its previous run")
+	ErrStarting = reply.NewErr("TRYAGAIN", "node starting: cancelling the waits of its previous run")
 )
 
 // Forwarding bounds. A forwarded proposal waits longer than the leader's

@@ -14,17 +14,17 @@ import (
 type handlerFunc func(c *resp.Conn, args [][]byte) resp.Value
 
 // handlers maps every command of the table to its handler; a test checks
-// that the two agree. Keyspace commands the state machine executes share
-// two handlers: writes go through the log as one entry, reads are served
-// from the leader's state.
+// that the two agree. Keyspace commands without a handler of their own
+// share two: writes go through the log as one entry, reads are served from
+// the leader's state.
 func (s *Server) handlers() map[string]handlerFunc {
 	m := s.nativeHandlers()
 	for _, spec := range s.table.All() {
 		switch {
-		case m[spec.Name] != nil:
-		case lockstate.IsExecWrite(spec.Name):
+		case m[spec.Name] != nil, !spec.Has(commands.Keyspace):
+		case spec.Has(commands.Write):
 			m[spec.Name] = s.execWrite
-		case lockstate.IsExecRead(spec.Name):
+		case spec.Has(commands.Read):
 			m[spec.Name] = s.execRead
 		}
 	}
@@ -83,25 +83,17 @@ func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 	switch {
 	case err != nil:
 		v = errorReply(err)
-	case s.pubsub.subscribed(c) > 0 && c.Proto() == 2:
+	case s.listening(c):
 		v = s.inSubscribedMode(c, spec.Name)
 		if v.Kind() == resp.KindInvalid {
 			v = s.cmds[spec.Name](c, args)
 		}
-	case !s.settled.Load() && linkOf(c) == "" && (spec.Has(commands.Write) || spec.Has(commands.Read)) && !strings.HasPrefix(spec.Name, "raft."):
+	case s.starting(c, spec):
 		v = errorReply(ErrStarting)
-	case s.cfg.Redirect && linkOf(c) == "" && (spec.Has(commands.Write) || spec.Has(commands.Read)) && !s.node.IsLeader():
+	case s.redirects(c, spec):
 		v = s.moved()
 	case s.leaderOnly(c, spec):
-		addr, err := s.leaderAddr()
-		switch {
-		case err != nil:
-			v = errorReply(err)
-		case addr != "":
-			v = s.forwardRaw(c.Context(), addr, spec.Has(commands.Write), args)
-		default:
-			v = s.cmds[spec.Name](c, args)
-		}
+		v = s.onLeader(c, spec, args)
 	default:
 		v = s.cmds[spec.Name](c, args)
 	}
@@ -109,6 +101,50 @@ func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 		s.stats.errors.Add(1)
 	}
 	return v
+}
+
+// fromClient reports whether c is a client's connection: a command that
+// came over a link from another node was routed there and never moves on.
+func fromClient(c *resp.Conn) bool { return linkOf(c) == "" }
+
+// replicated reports whether spec reads or writes the replicated state,
+// which only a settled node and, in redirect mode, only the leader serve.
+func replicated(spec *commands.Spec) bool {
+	return spec.Has(commands.Write) || spec.Has(commands.Read)
+}
+
+// listening reports whether c is a RESP2 connection in subscribed mode,
+// where Redis allows only the pub/sub commands, PING, QUIT and RESET.
+func (s *Server) listening(c *resp.Conn) bool {
+	return s.pubsub.subscribed(c) > 0 && c.Proto() == 2
+}
+
+// starting reports whether a client's command must get -TRYAGAIN because
+// this node has not settled: it could hand a lock to a wait of its earlier
+// process. Cluster administration (raft.*) still runs, so that membership
+// can be repaired meanwhile.
+func (s *Server) starting(c *resp.Conn, spec *commands.Spec) bool {
+	return !s.settled.Load() && fromClient(c) && replicated(spec) && !strings.HasPrefix(spec.Name, "raft.")
+}
+
+// redirects reports whether a follower in redirect mode answers -MOVED:
+// the client is to talk to the leader itself instead of being forwarded.
+func (s *Server) redirects(c *resp.Conn, spec *commands.Spec) bool {
+	return s.cfg.Redirect && fromClient(c) && replicated(spec) && !s.node.IsLeader()
+}
+
+// onLeader runs a leaderOnly command here if this node leads, else
+// forwards the whole command to the leader.
+func (s *Server) onLeader(c *resp.Conn, spec *commands.Spec, args [][]byte) resp.Value {
+	addr, err := s.leaderAddr()
+	switch {
+	case err != nil:
+		return errorReply(err)
+	case addr != "":
+		return s.forwardRaw(c.Context(), addr, spec.Has(commands.Write), args)
+	default:
+		return s.cmds[spec.Name](c, args)
+	}
 }
 
 // moved is the redirect-mode answer of a follower: -MOVED 0 leader:port,
@@ -124,18 +160,14 @@ func (s *Server) moved() resp.Value {
 	return resp.Error("MOVED 0 " + addr)
 }
 
-// leaderOnly reports whether a command must run on the leader as a whole:
-// reads (served only by a leader that confirmed it leads) and membership
-// changes. Commands that come over a link from another node never move on.
+// leaderOnly reports whether a client's command must run on the leader as
+// a whole: reads (served only by a leader that confirmed it leads) and the
+// table's Leader commands.
 func (s *Server) leaderOnly(c *resp.Conn, spec *commands.Spec) bool {
-	if linkOf(c) != "" {
+	if !fromClient(c) {
 		return false
 	}
-	switch spec.Name {
-	case "raft.join", "raft.remove", "raft.transfer":
-		return true
-	}
-	return spec.Has(commands.Read) && !plant.On(plant.StaleRead)
+	return spec.Has(commands.Leader) || (spec.Has(commands.Read) && !plant.On(plant.StaleRead))
 }
 
 // propose commits e, here or through the leader, and turns its result into

@@ -5,23 +5,31 @@ import (
 	"github.com/fenced/fenced/resp"
 )
 
-// Key commands (SPEC section 4) run in the state machine: writes as one
+// Key commands run in the state machine: writes as one
 // OpExec entry holding the command, reads against the leader's state after
 // a linearizable read check. Unix times (SET EXAT/PXAT, EXPIREAT,
 // PEXPIREAT) go as sent: the state machine measures them against the wall
 // clock the leader stamps into the entry, so no replica reads a clock.
 
 func (s *Server) execWrite(c *resp.Conn, args [][]byte) resp.Value {
+	return s.proposeAhead(c, execEntry(args), execReply)
+}
+
+// execEntry is the entry of a keyspace write: its arguments, which every
+// replica's state machine runs.
+func execEntry(args [][]byte) lockstate.Entry {
 	strs := make([]string, len(args))
 	for i, a := range args {
 		strs[i] = string(a)
 	}
-	return s.proposeAhead(c, lockstate.Entry{Op: lockstate.OpExec, Args: strs}, func(res lockstate.Result) resp.Value {
-		if res.Err != nil {
-			return errorReply(res.Err)
-		}
-		return toRESP(res.Reply)
-	})
+	return lockstate.Entry{Op: lockstate.OpExec, Args: strs}
+}
+
+func execReply(res lockstate.Result) resp.Value {
+	if res.Err != nil {
+		return errorReply(res.Err)
+	}
+	return resp.FromReply(res.Reply)
 }
 
 func (s *Server) execRead(c *resp.Conn, args [][]byte) resp.Value {
@@ -30,6 +38,6 @@ func (s *Server) execRead(c *resp.Conn, args [][]byte) resp.Value {
 		strs[i] = string(a)
 	}
 	return s.read(c.Context(), func(st *lockstate.State, now int64) resp.Value {
-		return toRESP(st.Exec(strs, now))
+		return resp.FromReply(st.Exec(strs, now))
 	})
 }

@@ -86,15 +86,7 @@ func (s *Server) fence(c *resp.Conn, args [][]byte) resp.Value {
 		return errorReply(err)
 	}
 	return s.read(c.Context(), func(st *lockstate.State, now int64) resp.Value {
-		res := st.Fence(r.Lock, r.Session, r.Owner, r.WithOwner)
-		if res.Null {
-			// Not a held lock: a plain key's token is the index at which it
-			// was created (SPEC section 4).
-			if tok, ok := st.KeyFence(r.Lock, now); ok {
-				return resp.Int(tok)
-			}
-		}
-		return resultReply(res)
+		return resultReply(st.FenceOf(r.Lock, r.Session, r.Owner, r.WithOwner, now))
 	})
 }
 

@@ -1,9 +1,6 @@
 package server
 
 import (
-	"bytes"
-
-	"github.com/fenced/fenced/commands"
 	"github.com/fenced/fenced/lockstate"
 	"github.com/fenced/fenced/resp"
 )
@@ -17,28 +14,15 @@ import (
 // batches. Any other command waits until the replies before it are written,
 // so it still sees their effects.
 
-// RunsAhead implements resp.Pipeliner: a write whose handler answers with
-// proposeAhead may start before earlier replies are ready, when this node
-// leads and the connection is a client's in its normal mode.
+// RunsAhead implements resp.Pipeliner: a command the table lets run ahead
+// (commands.Spec.RunsAhead) may start before earlier replies are ready,
+// when this node leads and the connection is a client's in its normal mode.
 func (s *Server) RunsAhead(c *resp.Conn, args [][]byte) bool {
 	spec, ok := s.table.Lookup(args[0])
-	if !ok || !spec.CheckArity(len(args)) || !spec.Has(commands.Write) {
+	if !ok || !spec.RunsAhead(args) {
 		return false
 	}
-	switch spec.Name {
-	case "session.open", "session.heartbeat", "session.kill", "funlock", "lock.forceunlock":
-	case "flock":
-		for _, a := range args[3:] {
-			if bytes.EqualFold(a, []byte("WAIT")) {
-				return false // a wait is answered by this node's waits table, in order
-			}
-		}
-	default:
-		if !lockstate.IsExecWrite(spec.Name) {
-			return false
-		}
-	}
-	return linkOf(c) == "" && s.pubsub.subscribed(c) == 0 && s.settled.Load() && s.node.CanPropose()
+	return fromClient(c) && s.pubsub.subscribed(c) == 0 && s.settled.Load() && s.node.CanPropose()
 }
 
 // proposeAhead commits e and answers reply(result): on the leader with a

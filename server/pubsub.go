@@ -8,7 +8,7 @@ import (
 	"github.com/fenced/fenced/resp"
 )
 
-// Pub/sub (SPEC section 4). PUBLISH goes through the log like any write;
+// Pub/sub. PUBLISH goes through the log like any write;
 // every node delivers each message to its own subscribers when it applies
 // the entry, so a subscriber on any node hears every message once, in log
 // order. A node that restarts does not deliver again what it applied
@@ -210,8 +210,12 @@ func (s *Server) inSubscribedMode(c *resp.Conn, name string) resp.Value {
 
 // publish proposes the message and answers the number of this node's
 // subscribers of the channel (in a cluster Redis also counts one node's).
+// publish waits for its entry's commit (it does not run ahead): the
+// receivers it counts are this node's subscribers once its own apply has
+// delivered the message.
 func (s *Server) publish(c *resp.Conn, args [][]byte) resp.Value {
-	if v := s.execWrite(c, args); v.IsError() {
+	res, err := s.submit(c.Context(), execEntry(args))
+	if v := answer(res, err, execReply); v.IsError() {
 		return v
 	}
 	return resp.Int(s.pubsub.count(string(args[1])))

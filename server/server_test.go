@@ -19,6 +19,7 @@ import (
 	"github.com/fenced/fenced/commands"
 	"github.com/fenced/fenced/lockstate"
 	"github.com/fenced/fenced/raftstore"
+	"github.com/fenced/fenced/session"
 )
 
 func TestHandlersMatchTable(t *testing.T) {
@@ -53,13 +54,16 @@ func TestErrorReply(t *testing.T) {
 		{raftstore.ErrNoLeader, "CLUSTERDOWN no leader"},
 		{raftstore.ErrUncertain, "UNCERTAIN outcome unknown"},
 		{ErrNoProto, "NOPROTO unsupported protocol version"},
-		// Wrapped errors keep their code; every package prefix goes.
+		// Wrapped errors keep their code, which moves to the front.
 		{fmt.Errorf("%w: raft: leadership lost", raftstore.ErrUncertain), "UNCERTAIN outcome unknown: raft: leadership lost"},
 		{fmt.Errorf("%w: context deadline exceeded", raftstore.ErrNotReady), "TRYAGAIN leader not ready: context deadline exceeded"},
-		{fmt.Errorf("server: forward: %w", raftstore.ErrNoLeader), "CLUSTERDOWN forward: no leader"},
+		{fmt.Errorf("server: forward: %w", raftstore.ErrNoLeader), "CLUSTERDOWN server: forward: no leader"},
 		{fmt.Errorf("x: %w", fmt.Errorf("y: %w", lockstate.ErrStaleFence)), "STALEFENCE x: y: fencing token is not the current one"},
-		// An error wrapping two sentinels takes the first code of the table.
-		{fmt.Errorf("%w: %w", raftstore.ErrNotReady, raftstore.ErrUncertain), "UNCERTAIN leader not ready: outcome unknown"},
+		// An error wrapping two sentinels takes the first one's code.
+		{fmt.Errorf("%w: %w", raftstore.ErrNotReady, raftstore.ErrUncertain), "TRYAGAIN leader not ready: UNCERTAIN outcome unknown"},
+		{ErrForwardLost, "UNCERTAIN outcome unknown: the link to the leader broke after sending"},
+		{ErrLeaderUnreachable, "TRYAGAIN cannot reach the leader"},
+		{lockstate.ErrWrongType, "WRONGTYPE Operation against a key holding the wrong kind of value"},
 		// Anything else is ERR.
 		{lockstate.ErrTooManySessions, "ERR too many sessions"},
 		{lockstate.ErrSessionExists, "ERR session id already exists"},
@@ -67,8 +71,9 @@ func TestErrorReply(t *testing.T) {
 		{fmt.Errorf("%w: unknown option FOO", commands.ErrSyntax), "ERR syntax error: unknown option FOO"},
 		{wrapArity("flock"), "ERR wrong number of arguments for 'flock' command"},
 		{ErrDBIndex, "ERR DB index is out of range"},
-		{fmt.Errorf("%w: TTL must be between 500 and 1000 ms", ErrTTLRange), "ERR TTL out of range: TTL must be between 500 and 1000 ms"},
-		{raftstore.ErrBadSnapshot, "ERR bad snapshot"},
+		{fmt.Errorf("%w: TTL must be between 500 and 1000 ms", session.ErrTTLRange), "ERR TTL out of range: TTL must be between 500 and 1000 ms"},
+		{raftstore.ErrBadSnapshot, "ERR raftstore: bad snapshot"}, // internal: its package stays
+		{raftstore.ErrMembership, "ERR membership"},
 		{errors.New("plain"), "ERR plain"},
 	} {
 		v := errorReply(tc.err)

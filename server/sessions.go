@@ -1,14 +1,12 @@
 package server
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
 	"time"
 
 	"github.com/fenced/fenced/commands"
 	"github.com/fenced/fenced/lockstate"
 	"github.com/fenced/fenced/resp"
+	"github.com/fenced/fenced/session"
 )
 
 func (s *Server) sessionOpen(c *resp.Conn, args [][]byte) resp.Value {
@@ -16,19 +14,12 @@ func (s *Server) sessionOpen(c *resp.Conn, args [][]byte) resp.Value {
 	if err != nil {
 		return errorReply(err)
 	}
-	ttl := s.cfg.DefaultTTL.Milliseconds()
-	if r.TTL != 0 {
-		ttl = r.TTL
+	ttl, err := session.TTLBounds{Min: s.cfg.MinTTL, Max: s.cfg.MaxTTL, Default: s.cfg.DefaultTTL}.Resolve(r.TTL)
+	if err != nil {
+		return errorReply(err)
 	}
-	if ttl < s.cfg.MinTTL.Milliseconds() || ttl > s.cfg.MaxTTL.Milliseconds() {
-		return errorReply(fmt.Errorf("%w: TTL must be between %d and %d ms", ErrTTLRange, s.cfg.MinTTL.Milliseconds(), s.cfg.MaxTTL.Milliseconds()))
-	}
-	// 128 random bits drawn by the proposing node: the state machine never
-	// draws randomness, and one client cannot guess another's session.
-	var id [16]byte
-	rand.Read(id[:])
 	return s.proposeAhead(c, lockstate.Entry{
-		Op: lockstate.OpSessionOpen, Session: hex.EncodeToString(id[:]), TTL: ttl, Name: r.Name,
+		Op: lockstate.OpSessionOpen, Session: session.NewID(), TTL: ttl, Name: r.Name,
 		Created: s.wallNow().UnixMilli(),
 	}, resultReply)
 }

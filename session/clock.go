@@ -1,10 +1,3 @@
-// Package session owns the leader's side of time: the cluster clock that
-// stamps every proposed entry (SPEC section 2), and the ticker that proposes
-// a tick entry when the state machine's earliest deadline has passed, so that
-// session expiry and wait timeouts take effect without polling.
-//
-// Nothing here decides an expiry: the state machine does, from the time in
-// the entry it applies. This package only chooses when to propose.
 package session
 
 import (
@@ -15,7 +8,7 @@ import (
 	"github.com/fenced/fenced/internal/plant"
 )
 
-// Clock is the cluster clock as seen by one node (SPEC section 2).
+// Clock is the cluster clock as seen by one node.
 //
 // While the node follows, the clock is the cluster time of the last entry
 // it applied plus its monotonic time since it applied it, whatever it said

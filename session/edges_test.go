@@ -12,9 +12,9 @@ import (
 
 // TestPlanAtTheEdges decides the ticker's step for deadlines and clocks at
 // the ends of the int64 range, with no clock and no sleeping: a deadline
-// too far away to matter is a sleep of idle, never a tick (issue 20: the
-// ns conversion overflowed, so SET k v EX 10000000000 made the leader
-// tick thousands of times a second).
+// too far away to matter is a sleep of idle, never a tick (an overflowing
+// ns conversion once made SET k v EX 10000000000 tick the leader thousands
+// of times a second).
 func TestPlanAtTheEdges(t *testing.T) {
 	const never = math.MinInt64
 	for _, c := range []struct {
@@ -83,8 +83,8 @@ func (*spinNode) CanPropose() bool               { return true }
 func (*spinNode) Tick(ctx context.Context) error { return nil }
 
 // TestTickerStopsWhileTicking: Run returns once ctx is done even when every
-// tick succeeds and another is due at once (issue 20: the loop skipped the
-// check after a successful tick, so SIGTERM never returned).
+// tick succeeds and another is due at once (a loop that skipped the check
+// after a successful tick once kept SIGTERM from returning).
 func TestTickerStopsWhileTicking(t *testing.T) {
 	node := &spinNode{}
 	tk := NewTicker(node, NewClock(1<<40), slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -294,7 +294,8 @@ func lockOperations(ops []histOp, limit int64) map[string][]porcupine.Operation 
 // acquisitions, whose token the token script read):
 //   - a token names one grant: two grants of one lock to different sessions
 //     (or acquisitions) never share a token, whatever their timing, even
-//     when they overlap (issue 12: one Raft entry granted a lock twice, with
+//     when they overlap (the double grant that DESIGN.md, Sessions, waits
+//     and handoff, describes: one Raft entry granted a lock twice, with
 //     its index as the token of both). A session's reentrant holds, and a
 //     REQ replay, answer the token it holds, so one session may see one
 //     token any number of times.

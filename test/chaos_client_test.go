@@ -146,9 +146,9 @@ func (h *history) all() []histOp {
 // change it. A token equal to the highest is accepted only from the holder
 // (session, or SET NX acquisition) that first used it: a token names one
 // grant, so the same token from another holder means the lock service
-// granted one lock twice with one token (issue 12), and the store refuses
-// it and counts it as a conflict, a violation. With check off it is the
-// control: it accepts everything.
+// granted one lock twice with one token (see DESIGN.md, Sessions, waits
+// and handoff), and the store refuses it and counts it as a conflict, a
+// violation. With check off it is the control: it accepts everything.
 type fencedStore struct {
 	check bool
 

@@ -13,7 +13,7 @@ import (
 	"github.com/fenced/fenced/resp"
 )
 
-// The aimed session kill (issue 12). One Raft entry used to be able to grant
+// The aimed session kill. One Raft entry used to be able to grant
 // a lock twice with one token: the first entry after the holder's session
 // deadline expires the holder and hands the lock to the head of its queue,
 // then the entry's own operation ends that new holder (a SESSION.KILL of

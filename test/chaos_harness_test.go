@@ -16,9 +16,10 @@ import (
 	"github.com/fenced/fenced/internal/plant"
 )
 
-// The fault tests (issue 5): real fenced processes, each on its own
-// loopback IP behind the proxies of a chaosNet, clients of this process
-// (workload), a nemesis that injects faults, and the checkers.
+// The fault tests (see DESIGN.md, Fault tests and planted bugs): real
+// fenced processes, each on its own loopback IP behind the proxies of a
+// chaosNet, clients of this process (workload), a nemesis that injects
+// faults, and the checkers.
 
 // chaosBinaries builds fenced once per build tag set, without the race
 // detector (the fault tests measure timing-sensitive behaviour, and the

@@ -47,7 +47,15 @@ func chaosSeed(t *testing.T) uint64 {
 
 // runChaos runs the workload under the nemesis and checks the history. It
 // fails the test only for harness errors; the verdicts are in the report.
+// chaosSlots bounds the fault-test runs going at once. The runs are
+// parallel tests, so that make test waits for their fixed durations side by
+// side; two at a time leaves the clients of each enough CPU to keep the
+// operations (and the chances to catch a planted bug) coming.
+var chaosSlots = make(chan struct{}, 2)
+
 func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
+	chaosSlots <- struct{}{}
+	defer func() { <-chaosSlots }()
 	t.Logf("seed %d (replay with SEED=%d)", seed, seed)
 	cc := startChaos(t, r.opts)
 	h := newHistory()
@@ -275,10 +283,13 @@ func TestChaos(t *testing.T) {
 	if bug != "" && !slices.Contains(plant.All(), bug) {
 		t.Fatalf("FENCED_CHAOS_PLANT=%q: no such planted bug (%v)", bug, plant.All())
 	}
+	t.Parallel()
 	// The control store must lose increments somewhere, or the faults did
-	// not bite; every run starts with a paused client to make sure.
+	// not bite; every run starts with a paused client to make sure. The
+	// runs are parallel: the verdict waits for them in a Cleanup.
+	var mu sync.Mutex
 	control, detected := 0, 0
-	defer func() {
+	t.Cleanup(func() {
 		if !t.Failed() && control == 0 {
 			t.Error("the unfenced control store lost no increment in any run: the faults did not bite")
 		}
@@ -287,7 +298,7 @@ func TestChaos(t *testing.T) {
 		} else if bug != "" {
 			t.Logf("planted bug %s detected in %d runs", bug, detected)
 		}
-	}()
+	})
 	for _, v := range []struct {
 		name  string
 		limit int64
@@ -295,14 +306,15 @@ func TestChaos(t *testing.T) {
 	}{{"mutex", 0, false}, {"reentrant", 2, false}, {"setnx", 0, true}} {
 		for i := range runs {
 			t.Run(fmt.Sprintf("%s/%d", v.name, i), func(t *testing.T) {
+				t.Parallel()
 				r := chaosRun{
 					opts: chaosOpts{nodes: 3, plant: bug, offsets: []time.Duration{0, time.Minute, -time.Minute},
 						extra: []string{"--snapshot-threshold", "300", "--trailing-logs", "50"}},
 					clients: 6, locks: 3, ttl: 1500 * time.Millisecond, limit: v.limit, keys: v.keys,
 					duration: d, every: 3 * time.Second, faults: allFaults,
 					// A paused client, then session kills aimed at the head
-					// waiter at a paused holder's deadline (issue 12), so
-					// that every run exercises that race on purpose.
+					// waiter at a paused holder's deadline (chaos_deadline_test.go),
+					// so that every run exercises that race on purpose.
 					first: []string{"pause-client", "kill-at-deadline", "kill-at-deadline", "kill-at-deadline"},
 				}
 				if v.keys {
@@ -314,7 +326,9 @@ func TestChaos(t *testing.T) {
 				}
 				rep := runChaos(t, r, chaosSeed(t))
 				t.Logf("%v", rep)
+				mu.Lock()
 				control += rep.control
+				mu.Unlock()
 				if bug != "" {
 					var definite []string
 					for _, p := range rep.violations {
@@ -323,7 +337,9 @@ func TestChaos(t *testing.T) {
 						}
 					}
 					if len(definite) > 0 {
+						mu.Lock()
 						detected++
+						mu.Unlock()
 						t.Logf("planted bug %s detected: %s", bug, strings.Join(definite, "; "))
 					}
 					return
@@ -342,6 +358,7 @@ func TestChaos(t *testing.T) {
 // chance, so each bug gets up to three runs of 15 s; the report says how
 // many it took.
 func TestChaosPlanted(t *testing.T) {
+	t.Parallel()
 	for _, pc := range []struct {
 		bug    plant.Bug
 		faults []string
@@ -358,6 +375,7 @@ func TestChaosPlanted(t *testing.T) {
 		{plant.DoubleGrant, []string{"kill-at-deadline"}, 2 * time.Second},
 	} {
 		t.Run(string(pc.bug), func(t *testing.T) {
+			t.Parallel()
 			for attempt := 1; attempt <= 3; attempt++ {
 				var rep chaosReport
 				ok := t.Run(fmt.Sprintf("run%d", attempt), func(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// The checkers must catch the double grant of issue 12 (one Raft entry
+// The checkers must catch the double grant (one Raft entry
 // granted lock0 to two sessions with one token) whatever the timing, and
 // must not flag what is legal: a session's reentrant holds and REQ replays
 // answer the token it holds. Hand-written histories, no servers; ms times.
@@ -21,7 +21,7 @@ func TestCheckTokensSharedToken(t *testing.T) {
 		bad  int // problems reported
 		want string
 	}{
-		// The recorded history of issue 12: c2 and c5 both granted 2139,
+		// A recorded double grant: c2 and c5 both granted 2139,
 		// their FLOCKs overlapping.
 		{"two sessions, one token, overlapping", []histOp{acq(2, "c2", 2000, 3020, 2139), acq(5, "c5", 2010, 3016, 2139)},
 			1, "token another session was granted"},

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// redis-cli against fenced (issue 4, e): interactively, on a terminal —
+// redis-cli against fenced: interactively, on a terminal —
 // where it fetches COMMAND DOCS at start for its hints and redraws the
 // line as one types — in RESP2 and with -3, and with a command on its
 // command line. `script` gives it the terminal.
@@ -96,6 +96,7 @@ func (p *ptyCLI) send(line string) {
 }
 
 func TestRedisCliInteractive(t *testing.T) {
+	t.Parallel()
 	n := startNode(t, nodeOpts{})
 	host, port, _ := strings.Cut(n.addr, ":")
 	for _, proto := range []string{"-2", "-3"} {
@@ -131,6 +132,7 @@ func TestRedisCliInteractive(t *testing.T) {
 }
 
 func TestRedisCliCommandLine(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		compatSkip(t, "redis-cli is not installed (apt-get install redis-tools)")
 	}

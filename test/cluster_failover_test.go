@@ -28,8 +28,8 @@ func foNotSent(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// foRetryable reports the errors that SPEC section 6 calls safe to retry:
-// nothing was applied.
+// foRetryable reports the errors that are safe to retry: nothing was
+// applied (see DESIGN.md, Error replies).
 func foRetryable(err error) bool {
 	return isCode(err, "TRYAGAIN") || isCode(err, "CLUSTERDOWN")
 }

@@ -20,8 +20,8 @@ import (
 // cluster_clock_test.go, cluster_failover_test.go and cluster_uncertain_test.go.
 
 // notServing reports the errors of a node that cannot serve right now
-// (SPEC section 6): -TRYAGAIN and -CLUSTERDOWN (nothing applied) and
-// -UNCERTAIN (outcome unknown).
+// (see DESIGN.md, Error replies): -TRYAGAIN and -CLUSTERDOWN (nothing
+// applied) and -UNCERTAIN (outcome unknown).
 func notServing(err error) bool {
 	return isCode(err, "TRYAGAIN") || isCode(err, "CLUSTERDOWN") || isCode(err, "UNCERTAIN")
 }

@@ -84,8 +84,8 @@ func uncDefaultClient(t testing.TB, n *node) *redis.Client {
 	return c
 }
 
-// TestClusterUncertainNotRetried is acceptance g and the -UNCERTAIN half of
-// SPEC section 6: a write that the leader proposed but could not commit
+// TestClusterUncertainNotRetried (see DESIGN.md, Uncertain outcome): a
+// write that the leader proposed but could not commit
 // before it lost its majority is answered -UNCERTAIN, which go-redis does
 // not resend (it would resend -TRYAGAIN or -CLUSTERDOWN), so the command
 // reaches the server exactly once; its outcome can then be resolved with

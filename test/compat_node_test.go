@@ -46,6 +46,7 @@ func findNode(t testing.TB) (string, int) {
 // against the leader and a follower, then several concurrent Redlock
 // clients in two processes, spread over all nodes, contending for one lock.
 func TestCompatNodeRedlock(t *testing.T) {
+	t.Parallel()
 	node, major := findNode(t)
 	tgt := startCompatTarget(t)
 	t.Logf("node v%d against %s %v", major, tgt.kind, tgt.all)

@@ -308,6 +308,7 @@ func findPython(t testing.TB) (string, string) {
 // protocol=3), then 4 worker processes spread over all nodes contending
 // for one lock.
 func TestCompatPythonRedisPyLock(t *testing.T) {
+	t.Parallel()
 	py, version := findPython(t)
 	tgt := startCompatTarget(t)
 	t.Logf("redis-py %s (%s) against %s %v", version, py, tgt.kind, tgt.all)

@@ -15,8 +15,8 @@ import (
 	"github.com/fenced/fenced/resp"
 )
 
-// The differential test of issue 4 (d): every lock script the libraries
-// send (testdata/scripts.json, copied from research/scripts.json) runs on
+// The differential test of the lock scripts: every lock script the libraries
+// send (testdata/scripts.json) runs on
 // fenced and on a real redis-server through the same calls — EVALSHA
 // first (NOSCRIPT), then SCRIPT LOAD + EVALSHA or EVAL + EVALSHA — from the
 // same starting keys and with the same arguments, and every reply, of the
@@ -214,6 +214,7 @@ func (d *diffConn) inspect(what string) {
 }
 
 func TestDiffLibraryScripts(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/usr/bin/redis-server"); err != nil {
 		compatSkip(t, "no redis-server to compare with (apt-get install redis-server)")
 	}

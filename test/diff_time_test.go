@@ -13,7 +13,7 @@ import (
 	"github.com/fenced/fenced/resp"
 )
 
-// The differential test of issue 20 (b): every command that takes or
+// The differential test of time: every command that takes or
 // reports a time — SET EX/PX/EXAT/PXAT (with GET, NX, XX, KEEPTTL),
 // EXPIRE/PEXPIRE/EXPIREAT/PEXPIREAT (with NX/XX/GT/LT), TTL, PTTL,
 // PERSIST, BLPOP's timeout, the same inside EVAL through redis.call and
@@ -343,6 +343,7 @@ func timeSeconds(t *testing.T, who string, v resp.Value) int64 {
 }
 
 func TestDiffTime(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/usr/bin/redis-server"); err != nil {
 		compatSkip(t, "no redis-server to compare with (apt-get install redis-server)")
 	}

@@ -432,8 +432,8 @@ func TestSnapshotRestart(t *testing.T) {
 // Its client saw the connection fail and is not waiting any more, but its
 // session lives on (the client heartbeats it), so a lock handed to that
 // wait would be held by an owner that does not know it, until the whole
-// session ends. SPEC section 3: "If the waiting client's connection closes,
-// its wait is cancelled."
+// session ends. A waiting FLOCK whose connection closes has its wait
+// cancelled (see DESIGN.md, Sessions, waits and handoff).
 func TestCrashCancelsOrphanedWaits(t *testing.T) {
 	t.Parallel()
 	testOrphanedWait(t, (*node).kill)

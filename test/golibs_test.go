@@ -18,8 +18,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The Go lock libraries, unmodified, against a 3-node cluster (issue 4,
-// a): go-redsync/redsync (the latest the module proxy serves) and
+// The Go lock libraries, unmodified, against a 3-node cluster:
+// go-redsync/redsync (the latest the module proxy serves) and
 // bsm/redislock v0.10.0 here; bsm/redislock v0.9.4, the version the proxy
 // lists as latest, in the module test/compat/redislock094, run by
 // TestGoRedislock094. Each is pointed at the leader and at a follower:
@@ -101,6 +101,7 @@ func goLibs(c *redis.Client) []goLib {
 }
 
 func TestGoLockLibraries(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3)
 	leader := c.leader(10 * time.Second)
 	for _, ep := range []struct {
@@ -222,6 +223,7 @@ func contend(t *testing.T, obtain func(context.Context) (goHeld, error), check *
 // TestGoRedislock094 runs the module test/compat/redislock094 (bsm/redislock
 // v0.9.4, which cannot share this module with v0.10.0) against a cluster.
 func TestGoRedislock094(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3)
 	leader := c.leader(10 * time.Second)
 	cmd := exec.Command("go", "test", "-count=1", "-v", "./...")

@@ -354,7 +354,7 @@ func (n *node) waitReady(ctx context.Context) error {
 			return nil // a follower in redirect mode that knows the leader
 		}
 		// Before it leads, the node must say so with a retryable code
-		// (SPEC section 6), nothing else.
+		// (see DESIGN.md, Error replies), nothing else.
 		var re redis.Error
 		if errors.As(err, &re) && !isCode(err, "TRYAGAIN") && !isCode(err, "CLUSTERDOWN") {
 			return fmt.Errorf("while not ready the node answered %q, want -TRYAGAIN or -CLUSTERDOWN", err)

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The Redis keyspace on a cluster (issue 4, first part): SET NX PX through
+// The Redis keyspace on a cluster: SET NX PX through
 // a follower, GET/PTTL/DEL, FENCE of a plain key strictly increasing across
 // delete, re-create and a leader change, KEYS sorted, and one keyspace
 // shared with fenced locks (WRONGTYPE both ways).

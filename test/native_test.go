@@ -15,8 +15,8 @@ import (
 
 // Acceptance a: the built binary, driven with go-redis (RESP2 and RESP3)
 // through SESSION.OPEN, SESSION.INFO/LIST/HEARTBEAT/KILL, FLOCK, FUNLOCK,
-// FENCE and LOCK.INFO as SPEC section 3 describes: reply types, values and
-// the fields of LOCK.INFO and SESSION.INFO.
+// FENCE and LOCK.INFO as the README's Commands describe: reply types,
+// values and the fields of LOCK.INFO and SESSION.INFO.
 func TestNativeCommands(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, nodeOpts{})
@@ -290,7 +290,7 @@ func equalLockInfo(a, b lockInfo) bool {
 	return true
 }
 
-// Acceptance a (SPEC sections 3 and 6): malformed native commands answer an
+// Acceptance a: malformed native commands answer an
 // error whose first word is one uppercase code (ERR for bad arguments), and
 // change nothing.
 func TestErrorReplies(t *testing.T) {
@@ -342,7 +342,7 @@ func TestErrorReplies(t *testing.T) {
 	}
 }
 
-// SPEC section 3: LOCK.FORCEUNLOCK lock token releases the lock, whatever
+// LOCK.FORCEUNLOCK lock token releases the lock, whatever
 // its count, only if token is current (-STALEFENCE otherwise), and hands it
 // to the next waiter.
 func TestForceUnlock(t *testing.T) {

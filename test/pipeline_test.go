@@ -97,3 +97,32 @@ func pipelinedWrites(t testing.TB, c *redis.Client) int64 {
 	t.Helper()
 	return infoInt(t, infoSection(t, c, "stats"), "total_pipelined_writes")
 }
+
+// TestPublishThenWrites: PUBLISH answers once its entry is applied (with
+// the receivers it reached), and leaves nothing of it pending on the
+// connection, so the writes after it, each sent only once the one before it
+// is answered, are not counted as pipelined. (PUBLISH once dropped the
+// pending reply of its proposal: the connection then counted every later
+// write as proposed ahead of an unanswered one.)
+func TestPublishThenWrites(t *testing.T) {
+	n := startNode(t, nodeOpts{})
+	cl := n.soloClient(t)
+	sub := n.soloClient(t)
+	ps := sub.Subscribe(tctx(t), "ch")
+	defer ps.Close()
+	if _, err := ps.Receive(tctx(t)); err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	before := pipelinedWrites(t, cl)
+	for i := range 5 {
+		if got, err := cl.Publish(tctx(t), "ch", fmt.Sprint(i)).Result(); err != nil || got != 1 {
+			t.Fatalf("PUBLISH ch %d = %d %v, want 1 receiver", i, got, err)
+		}
+		if err := cl.Set(tctx(t), fmt.Sprintf("after%d", i), i, 0).Err(); err != nil {
+			t.Fatalf("SET after PUBLISH: %v", err)
+		}
+	}
+	if got := pipelinedWrites(t, cl) - before; got != 0 {
+		t.Errorf("INFO stats total_pipelined_writes grew by %d over writes sent one at a time, want 0", got)
+	}
+}

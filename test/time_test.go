@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Time at the edges against real nodes (issue 20).
+// Time at the edges against real nodes.
 
 // termBound is how long SIGTERM may take to stop a node, whatever its state
 // holds (README: Flags).

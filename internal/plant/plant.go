@@ -9,7 +9,7 @@ package plant
 // Bug names one planted bug.
 type Bug string
 
-// The planted bugs (issue 5).
+// The planted bugs (see DESIGN.md, Fault tests and planted bugs).
 const (
 	// StaleRead serves reads without confirming leadership: a deposed
 	// leader answers from its old state.
@@ -31,7 +31,8 @@ const (
 	// DoubleGrant hands a released lock to its next waiter at once, in the
 	// middle of the entry, instead of once at the entry's end: an entry that
 	// frees a lock twice (the holder expires, then the entry's own op ends
-	// the new holder) grants it twice with the same token (issue 12).
+	// the new holder) grants it twice with the same token (see DESIGN.md,
+	// Sessions, waits and handoff).
 	DoubleGrant Bug = "double-grant"
 	// WallClockExpiry decides expiry by each node's wall clock instead of
 	// the time in the log entry.

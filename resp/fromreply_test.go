@@ -1,18 +1,17 @@
-package server
+package resp
 
 import (
 	"bytes"
 	"testing"
 
 	"github.com/fenced/fenced/reply"
-	"github.com/fenced/fenced/resp"
 )
 
-func TestToRESP(t *testing.T) {
-	v := reply.ArrayOf(
-		reply.OK(), reply.Err("WRONGTYPE Operation against a key holding the wrong kind of value"),
-		reply.IntOf(-7), reply.BulkOf("a\r\nb"), reply.NilOf(), reply.NilArrayOf(),
-		reply.MapOf(reply.BulkOf("f"), reply.BulkOf("v")), reply.Value{},
+func TestFromReply(t *testing.T) {
+	v := reply.Array(
+		reply.OK(), reply.Error("WRONGTYPE Operation against a key holding the wrong kind of value"),
+		reply.Int(-7), reply.BulkString("a\r\nb"), reply.Null(), reply.NullArray(),
+		reply.Map(reply.BulkString("f"), reply.BulkString("v")), reply.Value{},
 	)
 	for _, tc := range []struct {
 		proto int
@@ -22,8 +21,8 @@ func TestToRESP(t *testing.T) {
 		{3, "*8\r\n+OK\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n:-7\r\n$4\r\na\r\nb\r\n_\r\n_\r\n%1\r\n$1\r\nf\r\n$1\r\nv\r\n-ERR internal error: invalid reply\r\n"},
 	} {
 		var b bytes.Buffer
-		w := resp.NewWriter(&b)
-		if err := w.WriteValue(toRESP(v), tc.proto); err != nil {
+		w := NewWriter(&b)
+		if err := w.WriteValue(FromReply(v), tc.proto); err != nil {
 			t.Fatal(err)
 		}
 		w.Flush()

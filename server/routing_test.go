@@ -1,0 +1,59 @@
+package server
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fenced/fenced/commands"
+)
+
+// TestGenericHandlers: the keyspace commands without a handler of their
+// own go to execWrite and execRead, decided by the table's flags.
+func TestGenericHandlers(t *testing.T) {
+	s := &Server{table: commands.New()}
+	h := s.handlers()
+	code := func(f handlerFunc) uintptr { return reflect.ValueOf(f).Pointer() }
+	var writes, reads []string
+	for _, spec := range s.table.All() {
+		switch code(h[spec.Name]) {
+		case code(s.execWrite):
+			writes = append(writes, spec.Name)
+		case code(s.execRead):
+			reads = append(reads, spec.Name)
+		}
+	}
+	wantWrites := []string{"del", "delex", "delifeq", "eval", "evalsha", "expire", "expireat", "getdel", "hdel", "hincrby", "hset",
+		"incr", "lpop", "lpush", "mset", "msetnx", "persist", "pexpire", "pexpireat", "rpush", "script", "set", "unlink"}
+	wantReads := []string{"dbsize", "exists", "get", "getrange", "hexists", "hget", "hgetall", "keys", "llen", "mget", "pttl", "ttl", "type"}
+	if !slices.Equal(writes, wantWrites) {
+		t.Errorf("execWrite serves\n %v\nwant %v", writes, wantWrites)
+	}
+	if !slices.Equal(reads, wantReads) {
+		t.Errorf("execRead serves\n %v\nwant %v", reads, wantReads)
+	}
+}
+
+// TestRoutingPredicates: which of a client's commands ServeRESP holds back
+// while the node starts, and which run on the leader as a whole.
+func TestRoutingPredicates(t *testing.T) {
+	s := &Server{table: commands.New()}
+	for _, spec := range s.table.All() {
+		state := spec.Has(commands.Write) || spec.Has(commands.Read)
+		raft := strings.HasPrefix(spec.Name, "raft.")
+		if got, want := s.starting(nil, spec), state && !raft; got != want {
+			t.Errorf("starting(%s) = %v, want %v", spec.Name, got, want)
+		}
+		membership := spec.Name == "raft.join" || spec.Name == "raft.remove" || spec.Name == "raft.transfer"
+		if got, want := s.leaderOnly(nil, spec), spec.Has(commands.Read) || membership; got != want {
+			t.Errorf("leaderOnly(%s) = %v, want %v", spec.Name, got, want)
+		}
+	}
+	s.settled.Store(true)
+	for _, spec := range s.table.All() {
+		if s.starting(nil, spec) {
+			t.Errorf("starting(%s) once settled", spec.Name)
+		}
+	}
+}
