@@ -182,6 +182,7 @@ func (n *Node) open() error {
 			Stream: stream, MaxPool: 4, Timeout: 10 * time.Second, Logger: hlog,
 		})
 	}
+	n.trans = guardedTransport{Transport: n.trans, stop: n.stop}
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.Logger = hlog

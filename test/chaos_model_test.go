@@ -35,6 +35,7 @@ func linearizable(ops []histOp, limit int64) bool {
 }
 
 func TestLockModel(t *testing.T) {
+	t.Parallel()
 	hb := func(s string, call int64) histOp {
 		return histOp{Kind: "heartbeat", Session: s, Outcome: outOK, Call: ms(call), Return: ms(call + 1)}
 	}
@@ -71,6 +72,7 @@ func TestLockModel(t *testing.T) {
 }
 
 func TestCheckTokens(t *testing.T) {
+	t.Parallel()
 	ok := []histOp{acq(0, "a", 10, 11, 5), acq(0, "a", 12, 13, 5), acq(1, "b", 20, 21, 9)}
 	if bad := checkTokens(ok); len(bad) != 0 {
 		t.Errorf("increasing tokens flagged: %v", bad)
@@ -81,6 +83,7 @@ func TestCheckTokens(t *testing.T) {
 }
 
 func TestFencedStore(t *testing.T) {
+	t.Parallel()
 	f, c := &fencedStore{check: true}, &fencedStore{}
 	// Holder 5 reads, stalls; holder 9 reads and writes; 5 wakes and writes.
 	for _, s := range []*fencedStore{f, c} {
@@ -100,6 +103,7 @@ func TestFencedStore(t *testing.T) {
 // TestKeyLockModel: the SET NX PX model with a 1 s PX. Values a and b are
 // two acquisitions.
 func TestKeyLockModel(t *testing.T) {
+	t.Parallel()
 	set := func(client int, v string, call, ret int64, null bool) histOp {
 		return histOp{Client: client, Kind: "set", Lock: "k", Session: v, TTL: 1000, Null: null, Outcome: outOK, Call: ms(call), Return: ms(ret)}
 	}

@@ -15,6 +15,7 @@ import (
 
 // TestCheckTokensSharedToken: the token checker on overlapping grants.
 func TestCheckTokensSharedToken(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		ops  []histOp
@@ -76,6 +77,7 @@ func TestCheckTokensSharedToken(t *testing.T) {
 // highest it has seen when another holder used it first, and reports it;
 // the holder that used it may go on using it.
 func TestFencedStoreEqualToken(t *testing.T) {
+	t.Parallel()
 	// Issue 12: c2 and c5 both granted 2139; c2 reads and writes, then c5.
 	f, c := &fencedStore{check: true}, &fencedStore{}
 	for _, s := range []*fencedStore{f, c} {
@@ -136,6 +138,7 @@ func TestFencedStoreEqualToken(t *testing.T) {
 // acted before its answer (not before it was sent), and -NOSESSION still
 // needs a session that may have expired.
 func TestNoSessionMayHaveActed(t *testing.T) {
+	t.Parallel()
 	ms := func(v int64) int64 { return v * int64(time.Millisecond) }
 	history := func(acquireReturn, fenceCall, heartbeat int64) []histOp {
 		return []histOp{

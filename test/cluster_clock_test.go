@@ -17,6 +17,7 @@ import (
 // the client sent the last renewal, including when leadership moves (to a
 // node with another wall clock) during their countdown.
 func TestClusterClockOffsetNoEarlyExpiry(t *testing.T) {
+	t.Parallel()
 	const ttl = 2000
 	start := time.Now()
 	c := startCluster(t, 3, nil, []string{"--clock-offset", "1h"}, []string{"--clock-offset", "-1h"})

@@ -13,6 +13,7 @@ import (
 // everything a client of the leader can, FLOCK ... WAIT included, and its
 // pipelined commands are answered in order.
 func TestClusterFollowerServesEverything(t *testing.T) {
+	t.Parallel()
 	// n3 runs in redirect mode; the forwarding checks use the other nodes.
 	c := startCluster(t, 3, nil, nil, []string{"--redirect"})
 	leader := c.leader(10 * time.Second)
@@ -165,6 +166,7 @@ func redirectChecks(t *testing.T, c *cluster, leader, n *node) {
 // Pipelined commands through a follower are answered in the order sent,
 // writes and reads and connection commands mixed.
 func TestClusterFollowerPipelineInOrder(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3)
 	leader := c.leader(10 * time.Second)
 	f := c.followers(leader)[0]

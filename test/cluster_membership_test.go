@@ -343,6 +343,7 @@ func removeMember(t *testing.T, c *cluster, victim *node) {
 // lock and unlock through every node; no acknowledged operation is lost or
 // contradicted, and a removed id cannot come back.
 func TestClusterMembershipUnderLoad(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	c := startCluster(t, 3)
 	set := &clientSet{}
@@ -512,6 +513,7 @@ func TestClusterMembershipUnderLoad(t *testing.T) {
 // snapshot install because the leader's log was truncated; it then leads
 // and serves the same state.
 func TestClusterWipedNodeRejoinsBySnapshot(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	flags := []string{"--snapshot-threshold", "64", "--trailing-logs", "16"}
 	c := startCluster(t, 3, flags, flags, flags)

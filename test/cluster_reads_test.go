@@ -22,6 +22,7 @@ import (
 //     queued on its sockets while it was frozen and the ones sent right
 //     after are answered with errors or the new state, never the old one.
 func TestClusterNoStaleRead(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	c := startCluster(t, 3)
 	staleCutOffLeader(t, c)

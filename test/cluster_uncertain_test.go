@@ -92,6 +92,7 @@ func uncDefaultClient(t testing.TB, n *node) *redis.Client {
 // LOCK.INFO and a retry with the same REQ takes effect at most once. A
 // read on the cut-off leader answers an error, never data.
 func TestClusterUncertainNotRetried(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3)
 	leader := c.leader(20 * time.Second)
 	admin := leader.client(t) // MaxRetries -1, for INFO

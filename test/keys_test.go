@@ -12,6 +12,7 @@ import (
 // delete, re-create and a leader change, KEYS sorted, and one keyspace
 // shared with fenced locks (WRONGTYPE both ways).
 func TestKeysOnCluster(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3)
 	leader := c.leader(10 * time.Second)
 	f := c.followers(leader)[0].client(t)

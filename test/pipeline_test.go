@@ -14,6 +14,7 @@ import (
 // counts: writes proposed while an earlier write of the connection was
 // still unanswered, which only pipelining produces.
 func TestLeaderPipelinedWrites(t *testing.T) {
+	t.Parallel()
 	n := startNode(t, nodeOpts{})
 	cl := n.soloClient(t)
 	s := openSession(t, cl, 10000, "pipe")
@@ -105,6 +106,7 @@ func pipelinedWrites(t testing.TB, c *redis.Client) int64 {
 // pending reply of its proposal: the connection then counted every later
 // write as proposed ahead of an unanswered one.)
 func TestPublishThenWrites(t *testing.T) {
+	t.Parallel()
 	n := startNode(t, nodeOpts{})
 	cl := n.soloClient(t)
 	sub := n.soloClient(t)

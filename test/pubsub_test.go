@@ -38,6 +38,7 @@ func noMore(t *testing.T, ps *redis.PubSub, what string) {
 // through the leader, a follower, or a script; PUBLISH answers the
 // publishing node's own subscriber count.
 func TestPubSubOnCluster(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3)
 	leader := c.leader(10 * time.Second)
 	fs := c.followers(leader)
@@ -99,6 +100,7 @@ func TestPubSubOnCluster(t *testing.T) {
 // TestPubSubNoReplay: a node that restarts does not deliver again the
 // messages of the entries it applied before, nor those it replays.
 func TestPubSubNoReplay(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3)
 	leader := c.leader(10 * time.Second)
 	f := c.followers(leader)[0]
@@ -127,6 +129,7 @@ func TestPubSubNoReplay(t *testing.T) {
 // the pub/sub commands, PING (answered as an array) and QUIT/RESET, with
 // Redis's error text; RESP3 has no such mode.
 func TestSubscribedModeRESP2(t *testing.T) {
+	t.Parallel()
 	n := startNode(t, nodeOpts{})
 	r := dialRaw(t, n.addr)
 	r.send("SUBSCRIBE", "a", "b")

@@ -30,6 +30,7 @@ func idleGrowth(t testing.TB, n *node, d time.Duration) int64 {
 // EX 10000000000 made the leader commit thousands of ticks a second and
 // SIGTERM never returned), and they survive a restart.
 func TestFarFutureTTLs(t *testing.T) {
+	t.Parallel()
 	n := startNode(t, nodeOpts{})
 	c := n.client(t)
 	ctx := tctx(t)
@@ -111,6 +112,7 @@ func scriptTime(t testing.TB, cl *redis.Client) int64 {
 // hashes agree); and it never goes backwards, even when the new leader's
 // wall clock is a minute behind.
 func TestScriptTimeIsUnixTime(t *testing.T) {
+	t.Parallel()
 	near := func(what string, got int64) {
 		t.Helper()
 		if d := got - time.Now().UnixMilli(); d < -1000 || d > 1000 {
