@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"github.com/fenced/fenced/internal/racetest"
 	"os"
 	"os/exec"
 	"reflect"
@@ -669,7 +670,7 @@ func (o *xObserver) observe(s *State, index uint64, e Entry, r Result) error {
 // TestExhaustive runs the bounded exhaustive check. make exhaustive runs it
 // deeper.
 func TestExhaustive(t *testing.T) {
-	skipUnderRace(t)
+	racetest.SkipUnderRace(t)
 	depth := *exhaustiveDepth
 	start := time.Now()
 	st, err := exhaust(depth)

@@ -2,6 +2,7 @@ package lockstate
 
 import (
 	"fmt"
+	"github.com/fenced/fenced/internal/racetest"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -226,7 +227,7 @@ func run(src intSource, steps, reloadEvery int, misuse bool) error {
 // TestModel compares State with the naive model over many random runs, and
 // checks the invariants and the observable lock properties at every step.
 func TestModel(t *testing.T) {
-	skipUnderRace(t)
+	racetest.SkipUnderRace(t)
 	seeds := 300
 	if testing.Short() {
 		seeds = 30

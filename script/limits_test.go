@@ -1,6 +1,7 @@
 package script
 
 import (
+	"github.com/fenced/fenced/internal/racetest"
 	"strings"
 	"testing"
 	"time"
@@ -104,7 +105,7 @@ func TestRecursionEndsInAnError(t *testing.T) {
 // catches; how long each takes is logged, not asserted (a timed assertion
 // fails on a busy machine, not on a bug).
 func TestResourceBombs(t *testing.T) {
-	skipUnderRace(t)
+	racetest.SkipUnderRace(t)
 	for _, src := range []string{
 		"return string.rep('x', 2^31 - 1)",
 		"return string.rep(string.rep('x', 1000000), 1000)",

@@ -1,6 +1,0 @@
-//go:build race
-
-package lockstate
-
-// raceEnabled is true under go test -race; see skipUnderRace.
-const raceEnabled = true
