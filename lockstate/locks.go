@@ -19,7 +19,7 @@ func (s *State) flock(e Entry, now int64) Result {
 		// answered together with the original.
 		if w := s.reqWaits[k]; w != nil {
 			s.bindWaitID(w, e.WaitID)
-			return Result{Queued: true}
+			return Result{Queued: true, Int: int64(w.pos)}
 		}
 		if m := s.memos[k]; m != nil {
 			return m.result()
@@ -66,8 +66,8 @@ func (s *State) acquire(e Entry, now int64) Result {
 	if len(l.queue) >= s.cfg.MaxWaitersPerLock {
 		return Result{Err: ErrTooManyWaiters}
 	}
-	s.enqueue(l, e, now)
-	return Result{Queued: true}
+	w := s.enqueue(l, e, now)
+	return Result{Queued: true, Int: int64(w.pos)}
 }
 
 // funlock is FUNLOCK.

@@ -364,7 +364,7 @@ func (m *model) flock(e Entry, now int64) Result {
 		for _, w := range m.waiters() {
 			if w.session == e.Session && w.req == e.Req {
 				m.bind(w, e.WaitID)
-				return Result{Queued: true}
+				return Result{Queued: true, Int: int64(w.pos)}
 			}
 		}
 		if r, ok := m.memo(e.Session, e.Req); ok {
@@ -411,7 +411,7 @@ func (m *model) flock(e Entry, now int64) Result {
 			timed: e.Wait > 0, deadline: ms.Add(now, e.Wait)}
 		l.queue = append(l.queue, w)
 		m.bind(w, e.WaitID)
-		return Result{Queued: true}
+		return Result{Queued: true, Int: int64(pos)}
 	}
 	m.remember(e.Session, e.Req, r)
 	return r

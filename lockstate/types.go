@@ -129,11 +129,14 @@ type Entry struct {
 
 // Result is the answer to an applied entry.
 type Result struct {
-	Err    error  // a decided error (the sentinels above), or nil
-	Null   bool   // null reply (lock held without WAIT, FENCE of a free lock, timed-out wait)
-	Int    int64  // token, hold count, TTL or 0/1
-	Str    string // SESSION.OPEN: the session id
-	Queued bool   // FLOCK joined the queue: the answer arrives later as a Wake for WaitID
+	Err  error  // a decided error (the sentinels above), or nil
+	Null bool   // null reply (lock held without WAIT, FENCE of a free lock, timed-out wait)
+	Int  int64  // token, hold count, TTL or 0/1
+	Str  string // SESSION.OPEN: the session id
+	// Queued says the FLOCK joined its lock's queue: the answer arrives
+	// later as a Wake for WaitID. Int is then its place, the log index at
+	// which it joined: a hold granted through it has a higher token.
+	Queued bool
 	// Reply is the answer of OpExec (Kind reply.Invalid for every other op).
 	Reply reply.Value
 	// Wakes answers waiting FLOCKs that this entry resolved (granted, timed

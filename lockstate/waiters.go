@@ -8,7 +8,7 @@ import (
 )
 
 // enqueue appends a waiting FLOCK to l's queue.
-func (s *State) enqueue(l *lock, e Entry, now int64) {
+func (s *State) enqueue(l *lock, e Entry, now int64) *waiter {
 	// pos is the log index, bumped only if a caller ever reused an index, so
 	// the queue's keys stay unique and in order whatever happens.
 	pos := s.index
@@ -28,6 +28,7 @@ func (s *State) enqueue(l *lock, e Entry, now int64) {
 	s.refsOf(e.Session).waiting[l.name]++
 	s.bindWaitID(w, e.WaitID)
 	s.markDirty(waiterKey(l.name, w.pos))
+	return w
 }
 
 // bindWaitID adds id to the ids w is answered under. Id 0 is "nobody to

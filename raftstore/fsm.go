@@ -42,9 +42,10 @@ const (
 type Observer interface {
 	Applied(time int64, ev lockstate.Events)
 	// Restored is called after a snapshot replaced the state: entries up to
-	// the snapshot were never applied here one by one, so their events were
-	// never reported. read runs fn on the restored state (or a later one).
-	Restored(read func(fn func(*lockstate.State)))
+	// its last index, applied, were never applied here one by one, so their
+	// events were never reported. read runs fn on the restored state (or a
+	// later one).
+	Restored(applied uint64, read func(fn func(*lockstate.State)))
 }
 
 // fsm adapts lockstate.State to raft.BatchingFSM: it decodes entries,

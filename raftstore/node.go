@@ -290,12 +290,12 @@ func (o nodeObserver) Applied(t int64, ev lockstate.Events) {
 	o.n.applied(t, ev)
 }
 
-func (o nodeObserver) Restored(read func(fn func(*lockstate.State))) {
+func (o nodeObserver) Restored(applied uint64, read func(fn func(*lockstate.State))) {
 	var t int64
 	read(func(st *lockstate.State) { t = st.Time() })
 	o.n.applied(t, lockstate.Events{})
 	if o.n.cfg.Observer != nil {
-		o.n.cfg.Observer.Restored(read)
+		o.n.cfg.Observer.Restored(applied, read)
 	}
 }
 

@@ -131,7 +131,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.state, f.applied, f.stored = st, applied, applied
 	f.mu.Unlock()
 	if f.obs != nil {
-		f.obs.Restored(f.read)
+		f.obs.Restored(applied, f.read)
 	}
 	return nil
 }

@@ -39,7 +39,7 @@ func (s *Server) flock(c *resp.Conn, args [][]byte) resp.Value {
 	if !res.Queued {
 		return resultReply(res)
 	}
-	s.waits.queued(id)
+	s.waits.queued(id, res.Int)
 	select {
 	case r := <-answer:
 		return resultReply(r)

@@ -124,11 +124,11 @@ func (s *Server) Applied(t int64, ev lockstate.Events) {
 // waiting here whose answer was decided inside the snapshot never got a
 // wake, so they are answered from the restored state, and every BLPOP tries
 // again.
-func (s *Server) Restored(read func(fn func(*lockstate.State))) {
+func (s *Server) Restored(applied uint64, read func(fn func(*lockstate.State))) {
 	// Operators (and the fault tests) look for this line: a node that lagged
 	// past the leader's log caught up by snapshot.
 	s.log.Info("installed a snapshot")
-	read(func(st *lockstate.State) { s.waits.resolveMissing(st) })
+	read(func(st *lockstate.State) { s.waits.resolveMissing(st, applied) })
 	s.lists.notify(nil, true)
 }
 

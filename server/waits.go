@@ -122,6 +122,7 @@ type pendingWait struct {
 	ch                  chan lockstate.Result
 	lock, session, user string // what it asked for, to answer it after a restore
 	queued              bool   // the leader answered that it joined the queue
+	pos                 int64  // at which log index it joined (Result.Int)
 }
 
 // register returns a fresh id for a FLOCK of (lock, session, owner) and the
@@ -135,21 +136,27 @@ func (w *waits) register(lock, session, owner string) (uint64, <-chan lockstate.
 	return id, p.ch
 }
 
-// queued records that the FLOCK under id is in its lock's queue.
-func (w *waits) queued(id uint64) {
+// queued records that the FLOCK under id joined its lock's queue at log
+// index pos.
+func (w *waits) queued(id uint64, pos int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if p := w.m[id]; p != nil {
-		p.queued = true
+		p.queued, p.pos = true, pos
 	}
 }
 
-// resolveMissing answers the queued waits that st shows decided: the owner
-// holds the lock (it was granted, in entries this node only received as a
-// snapshot) or the session is gone. Anything else is left waiting: the
-// snapshot may predate the FLOCK, whose entry then still comes; a wait
-// that timed out inside the snapshot ends when its client gives up.
-func (w *waits) resolveMissing(st *lockstate.State) {
+// resolveMissing answers the queued waits that st, restored from a snapshot
+// up to index applied, shows decided: the owner holds the lock under a
+// token above the wait's place (it was granted, in entries this node only
+// received as a snapshot) or the session is gone. A wait that joined after
+// the snapshot is left alone: its entry, and its answer, still come. So is
+// one the state shows undecided, or held since before it joined: the owner
+// held the lock, let it go, then queued again, and a snapshot taken in
+// between shows the old hold (answering it handed a released token to the
+// new FLOCK: TestChaos/reentrant, seed 1795626843439970801). A wait that
+// timed out inside the snapshot ends when its client gives up.
+func (w *waits) resolveMissing(st *lockstate.State, applied uint64) {
 	live := map[uint64]bool{}
 	for _, id := range st.WaitIDs() {
 		live[id] = true
@@ -157,11 +164,11 @@ func (w *waits) resolveMissing(st *lockstate.State) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for id, p := range w.m {
-		if !p.queued || live[id] {
+		if !p.queued || live[id] || applied < uint64(p.pos) {
 			continue
 		}
 		r := st.Fence(p.lock, p.session, p.user, true)
-		if r.Err == lockstate.ErrNotOwner {
+		if r.Err == lockstate.ErrNotOwner || r.Err == nil && r.Int <= p.pos {
 			continue
 		}
 		delete(w.m, id)

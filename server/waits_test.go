@@ -22,36 +22,29 @@ func TestResolveMissingAfterRestore(t *testing.T) {
 	granted, gch := w.register("L", "s2", "")
 	stillQueued, qch := w.register("M", "s2", "")
 	lost, lch := w.register("N", "s3", "")
-	notQueued, nch := w.register("L", "s2", "")
-	for _, id := range []uint64{granted, stillQueued, lost} {
-		w.queued(id)
-	}
-	_ = notQueued
+	_, nch := w.register("L", "s2", "") // never queued
 
-	st := lockstate.New(lockstate.Config{})
-	idx := uint64(0)
-	apply := func(e lockstate.Entry) lockstate.Result {
-		idx++
-		e.Time = int64(idx)
-		r, err := st.Apply(idx, e, discard{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	st, apply := appliedState(t)
 	for _, s := range []string{"s1", "s2", "s3"} {
 		apply(lockstate.Entry{Op: lockstate.OpSessionOpen, Session: s, TTL: 60000})
 	}
 	apply(lockstate.Entry{Op: lockstate.OpFlock, Lock: "L", Session: "s1", Wait: lockstate.NoWait})
 	apply(lockstate.Entry{Op: lockstate.OpFlock, Lock: "M", Session: "s1", Wait: lockstate.NoWait})
 	apply(lockstate.Entry{Op: lockstate.OpFlock, Lock: "N", Session: "s1", Wait: lockstate.NoWait})
-	apply(lockstate.Entry{Op: lockstate.OpFlock, Lock: "L", Session: "s2", WaitID: granted})
-	apply(lockstate.Entry{Op: lockstate.OpFlock, Lock: "M", Session: "s2", WaitID: stillQueued})
-	apply(lockstate.Entry{Op: lockstate.OpFlock, Lock: "N", Session: "s3", WaitID: lost})
+	for _, q := range []struct {
+		id         uint64
+		lock, sess string
+	}{{granted, "L", "s2"}, {stillQueued, "M", "s2"}, {lost, "N", "s3"}} {
+		r := apply(lockstate.Entry{Op: lockstate.OpFlock, Lock: q.lock, Session: q.sess, WaitID: q.id})
+		if !r.Queued {
+			t.Fatalf("FLOCK %s %s: %+v, want queued", q.lock, q.sess, r)
+		}
+		w.queued(q.id, r.Int)
+	}
 	apply(lockstate.Entry{Op: lockstate.OpFunlock, Lock: "L", Session: "s1"}) // hands L to s2
 	apply(lockstate.Entry{Op: lockstate.OpSessionKill, Session: "s3"})
 
-	w.resolveMissing(st)
+	w.resolveMissing(st, 12)
 	select {
 	case r := <-gch:
 		if r.Err != nil || r.Int <= 0 {
@@ -74,5 +67,84 @@ func TestResolveMissingAfterRestore(t *testing.T) {
 			t.Fatalf("%s wait answered %+v, want it left waiting", name, r)
 		default:
 		}
+	}
+}
+
+// A snapshot that predates a wait says nothing about it, even when it shows
+// the owner holding the lock: that hold is an earlier one, let go before
+// the FLOCK queued. Answering from it handed the old token to the new
+// FLOCK (the fault tests' TestChaos/reentrant, seed 1795626843439970801: a
+// lagging node installed such a snapshot).
+func TestResolveMissingIgnoresOlderSnapshot(t *testing.T) {
+	entries := []lockstate.Entry{
+		{Op: lockstate.OpSessionOpen, Session: "s1", TTL: 60000},
+		{Op: lockstate.OpSessionOpen, Session: "s2", TTL: 60000},
+		{Op: lockstate.OpFlock, Lock: "L", Session: "s2", Wait: lockstate.NoWait}, // 3: s2 holds, token 3
+		{Op: lockstate.OpFunlock, Lock: "L", Session: "s2"},                       // 4: free
+		{Op: lockstate.OpFlock, Lock: "L", Session: "s1", Wait: lockstate.NoWait}, // 5: s1 holds
+		{Op: lockstate.OpFlock, Lock: "L", Session: "s2", WaitID: 77},             // 6: s2 queues
+		{Op: lockstate.OpFunlock, Lock: "L", Session: "s1"},                       // 7: hands L to s2, token 7
+	}
+	// The wait's place, as the leader answers it.
+	_, apply := appliedState(t)
+	var pos int64
+	for _, e := range entries {
+		if r := apply(e); r.Queued {
+			pos = r.Int
+		}
+	}
+	if pos != 6 {
+		t.Fatalf("the queued FLOCK's place is %d, want its index 6", pos)
+	}
+	for _, tc := range []struct {
+		upTo   int   // the snapshot's last index
+		answer int64 // the token it must answer; 0: left waiting
+	}{
+		{3, 0}, // s2's earlier hold
+		{4, 0},
+		{5, 0},
+		{6, 0}, // queued, undecided
+		{7, 7}, // granted inside the snapshot
+	} {
+		w, err := newWaits(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, ch := w.register("L", "s2", "")
+		w.queued(id, pos)
+		st, apply := appliedState(t)
+		for _, e := range entries[:tc.upTo] {
+			if e.WaitID != 0 {
+				e.WaitID = id
+			}
+			apply(e)
+		}
+		w.resolveMissing(st, uint64(tc.upTo))
+		select {
+		case r := <-ch:
+			if tc.answer == 0 || r.Err != nil || r.Int != tc.answer {
+				t.Errorf("snapshot up to %d answered the wait %+v, want %d", tc.upTo, r, tc.answer)
+			}
+		default:
+			if tc.answer != 0 {
+				t.Errorf("snapshot up to %d left the wait waiting, want token %d", tc.upTo, tc.answer)
+			}
+		}
+	}
+}
+
+// appliedState returns an empty state and a function that applies entries
+// to it at consecutive indexes from 1.
+func appliedState(t *testing.T) (*lockstate.State, func(lockstate.Entry) lockstate.Result) {
+	st := lockstate.New(lockstate.Config{})
+	idx := uint64(0)
+	return st, func(e lockstate.Entry) lockstate.Result {
+		idx++
+		e.Time = int64(idx)
+		r, err := st.Apply(idx, e, discard{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
 	}
 }

@@ -150,11 +150,11 @@ func (o clockObserver) Applied(t int64, ev lockstate.Events) {
 	}
 }
 
-func (o clockObserver) Restored(read func(fn func(*lockstate.State))) {
+func (o clockObserver) Restored(applied uint64, read func(fn func(*lockstate.State))) {
 	read(func(st *lockstate.State) { o.clock.Observe(st.Time()) })
 	o.restores.Add(1)
 	if o.next != nil {
-		o.next.Restored(read)
+		o.next.Restored(applied, read)
 	}
 }
 
