@@ -55,6 +55,10 @@ const (
 	// the command, because its outcome depends on the leader's own view
 	// (membership changes).
 	Leader
+	// Peer commands pass between nodes only: they are served on the peer
+	// channel, whose connections present a certificate of the cluster's CA,
+	// and refused on the client port, so no client can submit a log entry.
+	Peer
 )
 
 // Spec is one row of the command table.
@@ -165,8 +169,8 @@ func New() *Table {
 		{"raft.transfer", -1, Write | Leader | Admin, "Hand leadership to a voter (the most up-to-date one by default)", "[id]"},
 		// Node to node: a follower forwards an entry to the leader over a
 		// link connection, marked by RAFT.LINK so it is never forwarded on.
-		{"raft.propose", 2, Write | Admin, "Propose an encoded entry (forwarding between nodes)", "entry"},
-		{"raft.link", 2, Admin | Conn, "Mark this connection as a forwarding link from a node", "node-id"},
+		{"raft.propose", 2, Write | Admin | Peer, "Propose an encoded entry (forwarding between nodes)", "entry"},
+		{"raft.link", 2, Admin | Conn | Peer, "Mark this connection as a forwarding link from a node", "node-id"},
 		{"cluster", -2, Conn, "Redis Cluster view with the leader as master of all slots", "SLOTS|SHARDS|NODES|INFO|MYID"},
 		// Connection (SPEC section 4).
 		{"ping", -1, Conn | NoAuth, "Reply PONG or the message", "[message]"},

@@ -459,3 +459,53 @@ func TestClusterRemoveLeaderStepsDown(t *testing.T) {
 		t.Fatalf("configuration after the removal = %+v, %v; want n2 alone", servers, err)
 	}
 }
+
+// TestFollowerProgressIsTheLeadersView: the leader learns each follower's
+// log from its own appends; a follower cut off falls behind while the
+// other keeps up, and only the leader of the current term has a view.
+func TestFollowerProgressIsTheLeadersView(t *testing.T) {
+	c := raftstoretest.New(t, 3, nil)
+	openSessions(t, c, 1)
+	li := c.Leader(leaderWait)
+	leader := c.Node(li)
+	fs := c.Followers()
+	for _, f := range fs {
+		if _, ok := c.Node(f).FollowerProgress(c.ID(li)); ok {
+			t.Errorf("follower %s has a view of the leader's progress", c.ID(f))
+		}
+	}
+	// keptUp waits for follower f's match to reach the commit index (one
+	// follower's answer is enough to commit, so the other's may come a
+	// moment later).
+	keptUp := func(f int) bool {
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			pr, ok := leader.FollowerProgress(c.ID(f))
+			if ok && pr.Match >= leader.Status().CommitIndex && time.Since(pr.At) < time.Second {
+				return true
+			}
+		}
+		return false
+	}
+	for _, f := range fs {
+		if !keptUp(f) {
+			pr, ok := leader.FollowerProgress(c.ID(f))
+			t.Errorf("leader's view of %s: %+v, %v; want the commit index %d, fresh", c.ID(f), pr, ok, leader.Status().CommitIndex)
+		}
+	}
+	// Cut one follower off and write on: its match stays where it was.
+	cut := fs[0]
+	c.Partition(cut)
+	before, _ := leader.FollowerProgress(c.ID(cut))
+	for i := range 20 {
+		if res := c.Propose(lockstate.Entry{Op: lockstate.OpSessionOpen, Session: fmt.Sprintf("p%d", i), TTL: 3_600_000}); res.Err != nil {
+			t.Fatalf("open p%d: %+v", i, res)
+		}
+	}
+	after, _ := leader.FollowerProgress(c.ID(cut))
+	if after.Match != before.Match || after.Match >= leader.Status().CommitIndex {
+		t.Errorf("the cut-off follower's match went from %d to %d (commit index %d); want it left behind", before.Match, after.Match, leader.Status().CommitIndex)
+	}
+	if !keptUp(fs[1]) {
+		t.Errorf("the connected follower %s did not keep up", c.ID(fs[1]))
+	}
+}

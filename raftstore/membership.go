@@ -162,6 +162,16 @@ func (n *Node) Leader() string {
 // IsLeader reports whether this node is the leader (ready or not).
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 
+// FollowerProgress is this leader's own view of how far the log of the
+// member id matches its own in the current term (false if it has none).
+func (n *Node) FollowerProgress(id string) (Progress, bool) {
+	pr, ok := n.progress.get(raft.ServerID(id))
+	if !ok || pr.Term != n.raft.CurrentTerm() || !n.IsLeader() {
+		return Progress{}, false
+	}
+	return pr, true
+}
+
 // CaughtUp reports how far this node's state machine is behind the commit
 // index it knows of, for promotion decisions.
 func (n *Node) CaughtUp() (applied, commit uint64) {

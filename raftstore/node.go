@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -72,6 +73,9 @@ type Config struct {
 	// takes it over, whether it succeeds or not: the node closes it, if it
 	// is an io.Closer, when it closes or when Open fails.
 	Transport raft.Transport
+	// PeerTLS, if set, makes every connection of the peer channel (Raft
+	// and the forwarding links) mutual TLS 1.3 with these certificates.
+	PeerTLS *PeerTLS
 
 	// Raft timing; zero values take the defaults below.
 	HeartbeatTimeout  time.Duration
@@ -109,6 +113,8 @@ type Node struct {
 	logs      *LogStore
 	raft      *raft.Raft
 	trans     raft.Transport // the node's own: closed by Close
+	peers     *peerMux       // the peer channel; nil with a given Transport
+	progress  *progress      // followers' logs as this node's appends found them
 	fsm       *fsm
 	readyTerm atomic.Uint64 // term whose barrier this node applied as leader
 	existing  bool          // the data directory held Raft state at start
@@ -174,15 +180,17 @@ func (n *Node) open() error {
 		return err
 	}
 	if n.trans == nil {
-		stream, err := newStreamLayer(cfg.RaftAddr, cfg.RaftAdvertise)
+		mux, err := newPeerMux(cfg.RaftAddr, cfg.RaftAdvertise, cfg.PeerTLS, cfg.Logger)
 		if err != nil {
 			return err
 		}
+		n.peers = mux
 		n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-			Stream: stream, MaxPool: 4, Timeout: 10 * time.Second, Logger: hlog,
+			Stream: mux, MaxPool: 4, Timeout: 10 * time.Second, Logger: hlog,
 		})
 	}
-	n.trans = guardedTransport{Transport: n.trans, stop: n.stop}
+	n.progress = newProgress()
+	n.trans = guardedTransport{Transport: n.trans, stop: n.stop, progress: n.progress}
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.Logger = hlog
@@ -517,6 +525,35 @@ func (n *Node) Snapshot() error {
 
 // RaftAddr is the Raft address the other nodes dial (the advertised one).
 func (n *Node) RaftAddr() string { return string(n.trans.LocalAddr()) }
+
+// ErrNoPeerChannel is returned by DialPeer on a node whose Raft transport
+// was given (in memory): it has no peer channel.
+var ErrNoPeerChannel = errors.New("raftstore: no peer channel (in-memory transport)")
+
+// LinkListener returns a listener of the forwarding links other nodes open
+// to this one on the peer channel (DialPeer), authenticated like Raft's
+// connections; nil when the node has no peer channel.
+func (n *Node) LinkListener() net.Listener {
+	if n.peers == nil {
+		return nil
+	}
+	return &linkListener{m: n.peers, closed: make(chan struct{})}
+}
+
+// DialPeer opens a forwarding link to the node whose Raft address is addr.
+func (n *Node) DialPeer(ctx context.Context, addr string) (net.Conn, error) {
+	if n.peers == nil {
+		return nil, ErrNoPeerChannel
+	}
+	return n.peers.dial(ctx, addr, kindLink)
+}
+
+// LeaderRaftAddr returns the leader's Raft address, which is its peer
+// channel, or "" when no leader is known.
+func (n *Node) LeaderRaftAddr() string {
+	addr, _ := n.raft.LeaderWithID()
+	return string(addr)
+}
 
 // Status describes the node for INFO and ROLE.
 type Status struct {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -15,9 +16,23 @@ import (
 // queue, which only Close frees, and Close runs after that send returns; the
 // shutdown waits for the replication goroutine. The fault and integration
 // tests saw nodes still heartbeating 10 to 20 s after SIGTERM, blocked there.
+//
+// It also records, from the answers to the leader's appends, how far each
+// follower's log matches: the leader's own view of replication progress
+// (hashicorp/raft keeps its match indexes to itself), which promotion
+// trusts instead of what a newcomer says about itself.
 type guardedTransport struct {
 	raft.Transport
-	stop <-chan struct{} // closed when the node begins to close
+	stop     <-chan struct{} // closed when the node begins to close
+	progress *progress
+}
+
+func (g guardedTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	err := g.Transport.AppendEntries(id, target, args, resp)
+	if err == nil {
+		g.progress.observe(id, args, resp)
+	}
+	return err
 }
 
 func (g guardedTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
@@ -25,12 +40,31 @@ func (g guardedTransport) AppendEntriesPipeline(id raft.ServerID, target raft.Se
 	if err != nil {
 		return nil, err
 	}
-	gp := &guardedPipeline{AppendPipeline: p, closed: make(chan struct{})}
+	gp := &guardedPipeline{AppendPipeline: p, closed: make(chan struct{}), done: make(chan raft.AppendFuture)}
 	go func() {
 		select {
 		case <-g.stop:
 			gp.Close()
 		case <-gp.closed:
+		}
+	}()
+	// Raft reads the answers from Consumer; they pass through here first.
+	go func() {
+		in := p.Consumer()
+		for {
+			select {
+			case f := <-in:
+				if f.Error() == nil {
+					g.progress.observe(id, f.Request(), f.Response())
+				}
+				select {
+				case gp.done <- f:
+				case <-gp.closed:
+					return
+				}
+			case <-gp.closed:
+				return
+			}
 		}
 	}()
 	return gp, nil
@@ -61,8 +95,11 @@ type guardedPipeline struct {
 	raft.AppendPipeline
 	once   sync.Once
 	closed chan struct{}
+	done   chan raft.AppendFuture // the answers, once observed
 	err    error
 }
+
+func (p *guardedPipeline) Consumer() <-chan raft.AppendFuture { return p.done }
 
 func (p *guardedPipeline) Close() error {
 	p.once.Do(func() {
@@ -70,4 +107,45 @@ func (p *guardedPipeline) Close() error {
 		p.err = p.AppendPipeline.Close()
 	})
 	return p.err
+}
+
+// progress is the leader's view of each follower's log: the highest index
+// a successful append of the current term showed to match, and when.
+type progress struct {
+	mu sync.Mutex
+	m  map[raft.ServerID]Progress
+}
+
+// Progress is how far a follower's log matches the leader's, as the
+// leader's appends found it.
+type Progress struct {
+	Term  uint64    // the leader's term of the appends
+	Match uint64    // highest log index known to be in the follower's log
+	At    time.Time // when an append last succeeded
+}
+
+func newProgress() *progress { return &progress{m: make(map[raft.ServerID]Progress)} }
+
+func (p *progress) observe(id raft.ServerID, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) {
+	if p == nil || args == nil || resp == nil || !resp.Success {
+		return
+	}
+	match := args.PrevLogEntry + uint64(len(args.Entries))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// A log that matched in an earlier term may since have been cut back
+	// by another leader: each term learns it again.
+	pr := p.m[id]
+	if pr.Term != args.Term {
+		pr = Progress{Term: args.Term}
+	}
+	pr.Match, pr.At = max(pr.Match, match), time.Now()
+	p.m[id] = pr
+}
+
+func (p *progress) get(id raft.ServerID) (Progress, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr, ok := p.m[id]
+	return pr, ok
 }

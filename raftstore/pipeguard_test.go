@@ -22,6 +22,9 @@ func (p *stuckPipeline) AppendEntries(*raft.AppendEntriesRequest, *raft.AppendEn
 
 func (p *stuckPipeline) Close() error { close(p.closed); return nil }
 
+// Consumer delivers nothing: no send ever completes.
+func (p *stuckPipeline) Consumer() <-chan raft.AppendFuture { return nil }
+
 type stuckTransport struct {
 	raft.Transport
 	pipe *stuckPipeline

@@ -5,8 +5,8 @@
 #
 #   node  client           raft
 #   n1    127.0.0.1:6379   127.0.0.1:7379   (bootstraps the cluster)
-#   n2    127.0.0.1:6380   127.0.0.1:7380   (joins through n1)
-#   n3    127.0.0.1:6381   127.0.0.1:7381   (joins through n1)
+#   n2    127.0.0.1:6380   127.0.0.1:7380   (joins through n1's Raft address)
+#   n3    127.0.0.1:6381   127.0.0.1:7381   (joins through n1's Raft address)
 #
 # Point clients at any one node: followers forward to the leader.
 set -euo pipefail
@@ -17,7 +17,7 @@ stop() { kill "${pids[@]}" 2>/dev/null || true; wait; }
 trap stop EXIT INT TERM
 for i in 1 2 3; do
   args=(--id "n$i" --listen "127.0.0.1:$((6378 + i))" --raft-addr "127.0.0.1:$((7378 + i))" --data "$DATA/n$i")
-  if [ "$i" -gt 1 ]; then args+=(--join 127.0.0.1:6379); fi
+  if [ "$i" -gt 1 ]; then args+=(--join 127.0.0.1:7379); fi
   "$BIN" "${args[@]}" 2> >(sed -u "s/^/n$i: /" >&2) &
   pids+=($!)
   sleep 0.5

@@ -35,12 +35,15 @@ type Config struct {
 	// RaftAdvertise is the Raft address other nodes dial, if not RaftAddr
 	// (the fault tests put a proxy there).
 	RaftAdvertise string
-	Data          string        // data directory
-	Bootstrap     bool          // start a new cluster if the data directory is empty
-	Join          string        // client address of a member to join
-	Metrics       string        // HTTP address for /metrics, /healthz, /readyz; "" = off
-	ClockOffset   time.Duration // shifts this node's wall clock (tests only)
-	Redirect      bool          // a follower answers -MOVED instead of forwarding
+	Data          string // data directory
+	Bootstrap     bool   // start a new cluster if the data directory is empty
+	Join          string // Raft (peer) address of a member to join
+	// Peer TLS (etcd's flag names): this node's certificate and key, and
+	// the CA every peer's certificate must chain to. All three or none.
+	PeerCertFile, PeerKeyFile, PeerCAFile string
+	Metrics                               string        // HTTP address for /metrics, /healthz, /readyz; "" = off
+	ClockOffset                           time.Duration // shifts this node's wall clock (tests only)
+	Redirect                              bool          // a follower answers -MOVED instead of forwarding
 
 	// Log compaction: snapshot after this many new entries, keeping this
 	// many behind the snapshot for followers that lag a little. Zero means
@@ -92,6 +95,14 @@ func (c Config) Validate() error {
 	case c.MaxConns <= 0:
 		return bad("max connections must be positive")
 	}
+	peerTLS := c.PeerCertFile != "" || c.PeerKeyFile != "" || c.PeerCAFile != ""
+	if peerTLS {
+		for _, f := range []struct{ flag, v string }{{"--peer-cert-file", c.PeerCertFile}, {"--peer-key-file", c.PeerKeyFile}, {"--peer-trusted-ca-file", c.PeerCAFile}} {
+			if f.v == "" {
+				return bad("peer TLS needs %s too (--peer-cert-file, --peer-key-file and --peer-trusted-ca-file go together)", f.flag)
+			}
+		}
+	}
 	for _, a := range []struct{ flag, addr string }{{"--listen", c.Listen}, {"--raft-addr", c.RaftAddr}, {"--raft-advertise", c.RaftAdvertise}, {"--advertise", c.Advertise}} {
 		if a.addr == "" && (a.flag == "--raft-advertise" || a.flag == "--advertise") {
 			continue
@@ -100,9 +111,19 @@ func (c Config) Validate() error {
 		if err != nil {
 			return bad("%s %q: %v", a.flag, a.addr, err)
 		}
-		// Protected mode, as in Redis: without authentication, which
-		// this version does not have yet, only loopback is served.
-		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		if loopback(host) {
+			continue
+		}
+		switch a.flag {
+		case "--raft-addr", "--raft-advertise":
+			// Whoever reaches the Raft port can rewrite the cluster: beyond
+			// this machine, only peers with a certificate of its CA.
+			if !peerTLS {
+				return bad("%s %q: a non-loopback Raft address needs peer TLS (--peer-cert-file, --peer-key-file, --peer-trusted-ca-file)", a.flag, a.addr)
+			}
+		default:
+			// Protected mode, as in Redis: without authentication, which
+			// this version does not have yet, only loopback is served.
 			return bad("%s %q: a non-loopback address needs a password (protected mode)", a.flag, a.addr)
 		}
 	}
@@ -117,6 +138,12 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// loopback reports whether host names this machine only.
+func loopback(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
 }
 
 // ParseFlags turns command-line arguments (without the program name) into a
@@ -134,7 +161,10 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.RaftAdvertise, "raft-advertise", "", "Raft `address` the other nodes dial, if not --raft-addr")
 	fs.StringVar(&cfg.Data, "data", cfg.Data, "data `directory`")
 	fs.BoolVar(&cfg.Bootstrap, "bootstrap", cfg.Bootstrap, "start a new cluster with this node as its only voter (default when --data is empty and no --join)")
-	fs.StringVar(&cfg.Join, "join", "", "join the cluster of the member at this client `address`")
+	fs.StringVar(&cfg.Join, "join", "", "join the cluster of the member whose Raft (peer) `address` this is")
+	fs.StringVar(&cfg.PeerCertFile, "peer-cert-file", "", "this node's certificate (PEM) for mutual TLS with the other nodes")
+	fs.StringVar(&cfg.PeerKeyFile, "peer-key-file", "", "the key (PEM) of --peer-cert-file")
+	fs.StringVar(&cfg.PeerCAFile, "peer-trusted-ca-file", "", "CA bundle (PEM) every peer's certificate must chain to")
 	fs.StringVar(&cfg.Metrics, "metrics", "", "HTTP `address` for /metrics, /healthz, /readyz (and /debug/pprof on loopback)")
 	fs.DurationVar(&cfg.ClockOffset, "clock-offset", 0, "shift this node's wall clock (tests only; changes no expiry)")
 	fs.BoolVar(&cfg.Redirect, "redirect", false, "followers answer -MOVED 0 leader:port instead of forwarding (for Redis Cluster clients)")

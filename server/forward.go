@@ -45,6 +45,9 @@ func (e remoteError) Error() string { return string(e) }
 
 // connState is what the server keeps per client connection.
 type connState struct {
+	// peer is set on connections that came over the peer channel, where
+	// the other node's certificate was verified (peerHandler).
+	peer bool
 	link string      // the id of the node that forwards over this connection
 	sub  *subscriber // the connection's subscriptions (pubsub.go)
 	// unanswered counts the connection's writes proposed ahead and not yet
@@ -72,17 +75,17 @@ func linkOf(c *resp.Conn) string {
 	return ""
 }
 
-// forwarder keeps idle link connections to the leader's client address.
-// A link carries one request at a time, so each forwarded request keeps
-// the order of the client connection it came from (that connection's
-// commands run one after another), and a blocked client holds up only its
-// own link.
+// forwarder keeps idle link connections to the leader's peer channel (its
+// Raft address, authenticated like Raft's own connections: no client can
+// open one). A link carries one request at a time, so each forwarded
+// request keeps the order of the client connection it came from (that
+// connection's commands run one after another), and a blocked client holds
+// up only its own link.
 type forwarder struct {
 	self string // this node's id, sent in RAFT.LINK
-	// local is the source address of links: this node's listen IP, so
-	// that the receiving node (or a proxy in front of it) can tell where a
-	// link comes from. Set before the first link is made.
-	local *net.TCPAddr
+	// dial opens a link to a node's Raft address (raftstore's DialPeer).
+	// Set before the first link is made.
+	dial func(ctx context.Context, addr string) (net.Conn, error)
 
 	mu   sync.Mutex
 	idle map[string][]*resp.Client
@@ -130,14 +133,13 @@ func (f *forwarder) get(ctx context.Context, addr string, fresh bool) (c *resp.C
 		return c, true, nil
 	}
 	f.mu.Unlock()
-	d := &net.Dialer{Timeout: dialTimeout}
-	if f.local != nil {
-		d.LocalAddr = f.local
-	}
-	c, err = resp.DialWith(ctx, d, addr)
+	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	nc, err := f.dial(dctx, addr)
+	cancel()
 	if err != nil {
 		return nil, false, err
 	}
+	c = resp.NewClient(nc, resp.DefaultReplyLimits())
 	// RESP3 replies keep their types (maps, nulls) for relaying in either
 	// protocol; RAFT.LINK stops the leader from forwarding them on.
 	for _, args := range [][][]byte{{[]byte("HELLO"), []byte("3")}, {[]byte("RAFT.LINK"), []byte(f.self)}} {
@@ -175,8 +177,21 @@ func (f *forwarder) close() {
 	}
 }
 
+// leaderPeer returns the peer (Raft) address of the leader when it is
+// another node, or "" when this node leads: where forwarded commands go.
+func (s *Server) leaderPeer() (string, error) {
+	if s.node.IsLeader() {
+		return "", nil
+	}
+	addr := s.node.LeaderRaftAddr()
+	if addr == "" {
+		return "", raftstore.ErrNoLeader
+	}
+	return addr, nil
+}
+
 // leaderAddr returns the client address of the leader when it is another
-// node, or "" when this node leads (or is the only place to ask).
+// node, or "" when this node leads: what clients are told (-MOVED, INFO).
 func (s *Server) leaderAddr() (string, error) {
 	if s.node.IsLeader() {
 		return "", nil
@@ -199,7 +214,7 @@ func (s *Server) leaderAddr() (string, error) {
 // the proposer's answer comes back: wakes are delivered by every node from
 // its own apply, so a waiting FLOCK is answered where its client is.
 func (s *Server) submit(ctx context.Context, e lockstate.Entry) (lockstate.Result, error) {
-	addr, err := s.leaderAddr()
+	addr, err := s.leaderPeer()
 	if err != nil {
 		return lockstate.Result{}, err
 	}
@@ -239,26 +254,4 @@ func (s *Server) forwardRaw(ctx context.Context, addr string, write bool, args [
 	default:
 		return errorReply(fmt.Errorf("%w: %v", ErrForwardLost, err))
 	}
-}
-
-// raftPropose is RAFT.PROPOSE on the leader: the entry a follower built,
-// stamped with this leader's cluster time like every proposal.
-func (s *Server) raftPropose(c *resp.Conn, args [][]byte) resp.Value {
-	e, err := lockstate.DecodeEntry(args[1])
-	if err != nil {
-		return errorReply(err)
-	}
-	res, err := s.node.Propose(c.Context(), e)
-	if err != nil {
-		return errorReply(err)
-	}
-	return resp.Bulk(res.Encode(nil))
-}
-
-// raftLink is RAFT.LINK: commands on this connection come from another
-// node and are never forwarded again, so a stale view of the leader can't
-// make a loop.
-func (s *Server) raftLink(c *resp.Conn, args [][]byte) resp.Value {
-	stateOf(c).link = string(args[1])
-	return resp.SimpleString("OK")
 }

@@ -83,6 +83,8 @@ func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 	switch {
 	case err != nil:
 		v = errorReply(err)
+	case spec.Has(commands.Peer) && !fromPeer(c):
+		v = errorReply(ErrPeerOnly)
 	case s.listening(c):
 		v = s.inSubscribedMode(c, spec.Name)
 		if v.Kind() == resp.KindInvalid {
@@ -136,7 +138,7 @@ func (s *Server) redirects(c *resp.Conn, spec *commands.Spec) bool {
 // onLeader runs a leaderOnly command here if this node leads, else
 // forwards the whole command to the leader.
 func (s *Server) onLeader(c *resp.Conn, spec *commands.Spec, args [][]byte) resp.Value {
-	addr, err := s.leaderAddr()
+	addr, err := s.leaderPeer()
 	switch {
 	case err != nil:
 		return errorReply(err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,9 +14,17 @@ import (
 	"github.com/fenced/fenced/resp"
 )
 
-// promoteLag is how many entries a non-voter may trail the leader's commit
-// index and still count as caught up.
-const promoteLag = 256
+// A non-voter counts as caught up while its log, as the leader's own
+// appends found it, trails the leader's commit index by at most promoteLag
+// entries and an append succeeded within promoteFresh; it is promoted once
+// it has stayed caught up for promoteStable (Consul's autopilot calls this
+// server stabilisation). The newcomer's own report is never asked: a node
+// that claims to be ahead must not get a vote it cannot use.
+const (
+	promoteLag    = 256
+	promoteFresh  = time.Second
+	promoteStable = 2 * time.Second
+)
 
 // raftJoin is RAFT.JOIN id raft-addr client-addr on the leader: the id is
 // recorded in the replicated member table (which also refuses ids that were
@@ -89,6 +96,7 @@ func (s *Server) raftTransfer(_ *resp.Conn, args [][]byte) resp.Value {
 func (s *Server) promote(ctx context.Context) {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
+	since := make(map[string]time.Time) // non-voter -> caught up since
 	for {
 		select {
 		case <-ctx.Done():
@@ -96,17 +104,27 @@ func (s *Server) promote(ctx context.Context) {
 		case <-t.C:
 		}
 		if !s.node.CanPropose() {
+			clear(since)
 			continue
 		}
 		servers, err := s.node.Servers()
 		if err != nil {
 			continue
 		}
+		now := time.Now()
 		for _, sv := range servers {
 			if sv.Voter || ctx.Err() != nil {
 				continue
 			}
-			if s.caughtUp(ctx, sv.ID) {
+			if !s.caughtUp(sv.ID, now) {
+				delete(since, sv.ID)
+				continue
+			}
+			if _, ok := since[sv.ID]; !ok {
+				since[sv.ID] = now
+			}
+			if now.Sub(since[sv.ID]) >= promoteStable {
+				delete(since, sv.ID)
 				if err := s.node.Promote(sv.ID); err != nil {
 					s.log.Warn("promote", "id", sv.ID, "err", err)
 					continue
@@ -117,37 +135,18 @@ func (s *Server) promote(ctx context.Context) {
 	}
 }
 
-// caughtUp asks the non-voter id, at its client address, how far it has
-// applied, and compares that with this leader's commit index.
-func (s *Server) caughtUp(ctx context.Context, id string) bool {
+// caughtUp reports whether the non-voter id is caught up at now, from this
+// leader's own view of its log.
+func (s *Server) caughtUp(id string, now time.Time) bool {
 	var m lockstate.Member
 	var ok bool
 	s.node.Local(func(st *lockstate.State) { m, ok = st.Member(id) })
 	if !ok || m.Removed {
 		return false
 	}
+	pr, ok := s.node.FollowerProgress(id)
 	_, commit := s.node.CaughtUp()
-	v, err := s.fwd.do(ctx, m.Addr, readTimeout, []byte("RAFT.STATUS"))
-	if err != nil || v.IsError() {
-		return false
-	}
-	applied, ok := mapField(v, "applied_index")
-	if !ok {
-		return false
-	}
-	n, err := strconv.ParseUint(applied, 10, 64)
-	return err == nil && n+promoteLag >= commit
-}
-
-// mapField finds key in a RESP3 map (or a RESP2 flat array) of strings.
-func mapField(v resp.Value, key string) (string, bool) {
-	el := v.Elems()
-	for i := 0; i+1 < len(el); i += 2 {
-		if el[i].Text() == key {
-			return el[i+1].Text(), true
-		}
-	}
-	return "", false
+	return ok && pr.Match+promoteLag >= commit && now.Sub(pr.At) <= promoteFresh
 }
 
 // announce runs once at start-up, in the background, until it succeeds:
@@ -226,12 +225,14 @@ func (s *Server) announceSelf(ctx context.Context) error {
 	return res.Err
 }
 
-// join asks the member at s.cfg.Join to add this node, retrying while the
-// answer is retryable. A decided refusal is returned: the node can't serve.
+// join asks the member whose peer channel is s.cfg.Join to add this node,
+// retrying while the answer is retryable. It goes over the peer channel,
+// so the member knows this node by its certificate. A decided refusal is
+// returned: the node can't serve.
 func (s *Server) join(ctx context.Context) error {
 	args := [][]byte{[]byte("RAFT.JOIN"), []byte(s.cfg.ID), []byte(s.node.RaftAddr()), []byte(s.clientAddr())}
 	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
-		v, err := callOnce(ctx, s.cfg.Join, args...)
+		v, err := s.callPeer(ctx, s.cfg.Join, args...)
 		switch {
 		case err == nil && !v.IsError():
 			s.log.Info("joined the cluster", "via", s.cfg.Join)
@@ -251,15 +252,19 @@ func (s *Server) join(ctx context.Context) error {
 // ErrJoin is returned by Serve when the cluster refused this node.
 var ErrJoin = errors.New("server: join refused")
 
-// callOnce sends one command on a connection of its own, as a client
-// would: unlike a link, a member that is not the leader forwards it.
-func callOnce(ctx context.Context, addr string, args ...[]byte) (resp.Value, error) {
+// callPeer sends one command to the node at the peer address addr, on a
+// connection of its own that is not a link: like a client's command, a
+// member that is not the leader forwards it.
+func (s *Server) callPeer(ctx context.Context, addr string, args ...[]byte) (resp.Value, error) {
 	ctx, cancel := context.WithTimeout(ctx, proposeTimeout)
 	defer cancel()
-	c, err := resp.Dial(ctx, addr, dialTimeout)
+	dctx, dcancel := context.WithTimeout(ctx, dialTimeout)
+	nc, err := s.node.DialPeer(dctx, addr)
+	dcancel()
 	if err != nil {
 		return resp.Value{}, err
 	}
+	c := resp.NewClient(nc, resp.DefaultReplyLimits())
 	defer c.Close()
 	return c.Do(ctx, args...)
 }

@@ -31,7 +31,7 @@ func (s *Server) RunsAhead(c *resp.Conn, args [][]byte) bool {
 // earlier one of the connection is still unanswered is counted in INFO
 // stats as total_pipelined_writes.
 func (s *Server) proposeAhead(c *resp.Conn, e lockstate.Entry, reply func(lockstate.Result) resp.Value) resp.Value {
-	if addr, err := s.leaderAddr(); err == nil && addr == "" {
+	if s.node.IsLeader() {
 		if wait, err := s.node.Enqueue(e); err == nil {
 			unanswered := &stateOf(c).unanswered
 			if unanswered.Add(1) > 1 {

@@ -36,6 +36,9 @@ type Server struct {
 	table   *commands.Table
 	rs      *resp.Server
 	ln      net.Listener
+	// peerRS serves the forwarding links other nodes open on the peer
+	// channel (raftstore's link listener).
+	peerRS  *resp.Server
 	started time.Time
 	stats   stats
 	cmds    map[string]handlerFunc
@@ -60,17 +63,20 @@ func Start(cfg Config) (*Server, error) {
 	// The ticker exists before the node: the node reports applied entries
 	// (Applied kicks the ticker) from the moment it opens.
 	s.ticker = session.NewTicker(tickerNode{s}, s.clock, cfg.Logger)
+	var peerTLS *raftstore.PeerTLS
+	if cfg.PeerCertFile != "" {
+		if peerTLS, err = raftstore.LoadPeerTLS(cfg.PeerCertFile, cfg.PeerKeyFile, cfg.PeerCAFile); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("server: listen: %w", err)
 	}
 	s.ln = ln
-	if ip := ln.Addr().(*net.TCPAddr).IP; !ip.IsUnspecified() {
-		s.fwd.local = &net.TCPAddr{IP: ip}
-	}
 	node, err := raftstore.Open(raftstore.Config{
 		ID: cfg.ID, RaftAddr: cfg.RaftAddr, RaftAdvertise: cfg.RaftAdvertise, Dir: cfg.Data, Bootstrap: cfg.Bootstrap && cfg.Join == "",
-		State: cfg.State, Clock: s.clock, Observer: s, Logger: cfg.Logger,
+		State: cfg.State, Clock: s.clock, Observer: s, Logger: cfg.Logger, PeerTLS: peerTLS,
 		SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs,
 	})
 	if err != nil {
@@ -78,6 +84,7 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.node = node
+	s.fwd.dial = node.DialPeer
 	// Continue the cluster clock from the last applied entry: time spent
 	// down does not count towards any TTL.
 	s.clock.Observe(node.LastTime())
@@ -87,6 +94,7 @@ func Start(cfg Config) (*Server, error) {
 		s.stats.calls[spec.Name] = new(atomic.Int64)
 	}
 	s.rs = &resp.Server{Handler: s, Limits: cfg.Limits, MaxConns: cfg.MaxConns, Logger: cfg.Logger}
+	s.peerRS = &resp.Server{Handler: peerHandler{s}, Limits: cfg.Limits, MaxConns: cfg.MaxConns, Logger: cfg.Logger}
 	return s, nil
 }
 
@@ -154,8 +162,11 @@ func (s *Server) Serve(ctx context.Context) error {
 		metrics = m
 	}
 	s.log.Info("fenced serving", "listen", s.ln.Addr().String(), "raft", s.node.RaftAddr(), "data", s.cfg.Data, "id", s.cfg.ID)
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() { errc <- s.rs.Serve(s.ln) }()
+	if ln := s.node.LinkListener(); ln != nil {
+		go func() { errc <- s.peerRS.Serve(ln) }()
+	}
 	if s.cfg.Join != "" && !s.node.Existing() {
 		go func() {
 			if err := s.join(tctx); err != nil {
@@ -179,8 +190,10 @@ func (s *Server) Serve(ctx context.Context) error {
 			s.log.Info("leadership transferred before shutdown")
 		}
 	}
-	if serr := s.rs.Shutdown(sctx); serr != nil && !errors.Is(serr, resp.ErrServerClosed) {
-		s.log.Warn("shutdown", "err", serr)
+	for _, rs := range []*resp.Server{s.rs, s.peerRS} {
+		if serr := rs.Shutdown(sctx); serr != nil && !errors.Is(serr, resp.ErrServerClosed) {
+			s.log.Warn("shutdown", "err", serr)
+		}
 	}
 	if metrics != nil {
 		metrics.Shutdown(sctx)

@@ -223,17 +223,22 @@ bootstrap false
 		args []string
 		msg  string
 	}{
-		"unknown key":       {file: "id n\nnope 1\n", msg: `:2: unknown key "nope"`},
-		"config in config":  {file: "config other.conf\n", msg: `unknown key "config"`},
-		"bad value":         {file: "clock-offset soon\n", msg: "clock-offset"},
-		"bad bool":          {file: "bootstrap maybe\n", msg: "bootstrap"},
-		"invalid result":    {file: "listen 0.0.0.0:6379\n", msg: "protected mode"},
-		"missing file":      {args: []string{"--config", "/nonexistent/fenced.conf"}, msg: "no such file"},
-		"positional":        {args: []string{"extra"}, msg: `unexpected argument "extra"`},
-		"bad flag value":    {args: []string{"--clock-offset", "x"}},
-		"unknown flag":      {args: []string{"--nope"}},
-		"join bad address":  {args: []string{"--join", "nowhere"}, msg: "--join"},
-		"non-loopback flag": {args: []string{"--raft-addr", "10.0.0.1:7379"}, msg: "--raft-addr"},
+		"unknown key":         {file: "id n\nnope 1\n", msg: `:2: unknown key "nope"`},
+		"config in config":    {file: "config other.conf\n", msg: `unknown key "config"`},
+		"bad value":           {file: "clock-offset soon\n", msg: "clock-offset"},
+		"bad bool":            {file: "bootstrap maybe\n", msg: "bootstrap"},
+		"invalid result":      {file: "listen 0.0.0.0:6379\n", msg: "protected mode"},
+		"missing file":        {args: []string{"--config", "/nonexistent/fenced.conf"}, msg: "no such file"},
+		"positional":          {args: []string{"extra"}, msg: `unexpected argument "extra"`},
+		"bad flag value":      {args: []string{"--clock-offset", "x"}},
+		"unknown flag":        {args: []string{"--nope"}},
+		"join bad address":    {args: []string{"--join", "nowhere"}, msg: "--join"},
+		"non-loopback flag":   {args: []string{"--raft-addr", "10.0.0.1:7379"}, msg: "--raft-addr"},
+		"raft needs peer TLS": {args: []string{"--raft-addr", "10.0.0.1:7379"}, msg: "needs peer TLS"},
+		"raft advertise too":  {args: []string{"--raft-advertise", "10.0.0.1:7379"}, msg: "--raft-advertise"},
+		"cert without key":    {args: []string{"--peer-cert-file", "a.crt", "--peer-trusted-ca-file", "ca.crt"}, msg: "--peer-key-file"},
+		"key without CA":      {args: []string{"--peer-cert-file", "a.crt", "--peer-key-file", "a.key"}, msg: "--peer-trusted-ca-file"},
+		"CA alone":            {args: []string{"--peer-trusted-ca-file", "ca.crt"}, msg: "--peer-cert-file"},
 	} {
 		args := tc.args
 		if tc.file != "" {

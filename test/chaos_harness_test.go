@@ -93,7 +93,7 @@ func startChaos(t *testing.T, o chaosOpts) *chaosCluster {
 		}
 		args = append(args, o.extra...)
 		if i > 0 {
-			args = append(args, "--join", cc.nodes[0].addr)
+			args = append(args, "--join", cc.nodes[0].raftAddr)
 		}
 		n := startNode(t, nodeOpts{args: args, bin: bin, env: env, allowCrash: o.plant != ""})
 		cc.nodes = append(cc.nodes, n)
@@ -290,7 +290,7 @@ func (nm *nemesis) replaceNode(ctx context.Context) {
 		cc.t.Errorf("wiping %s: %v", n.dataDir, err)
 	}
 	setFlag(&n.args, "--id", id)
-	setFlag(&n.args, "--join", l.addr)
+	setFlag(&n.args, "--join", l.raftAddr)
 	cc.ids[i] = id
 	n.startNoWait()
 }

@@ -48,7 +48,7 @@ func (c *cluster) add(id string, args ...string) *node {
 	c.t.Helper()
 	a := append([]string{"--id", id}, args...)
 	if len(c.nodes) > 0 {
-		a = append(a, "--join", c.lastAlive().addr)
+		a = append(a, "--join", c.lastAlive().raftAddr)
 	}
 	n := startNode(c.t, nodeOpts{args: a})
 	c.nodes = append(c.nodes, n)

@@ -18,6 +18,14 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "recover" {
+		err := server.Recover(os.Args[2:], os.Stderr)
+		if err != nil && !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "fenced:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	cfg, err := server.ParseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)

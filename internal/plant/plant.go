@@ -39,6 +39,14 @@ const (
 	WallClockExpiry Bug = "wall-clock-expiry"
 )
 
+// The planted security bugs, which the attack tests (test/peer_test.go)
+// must catch. The fault tests' checkers do not look for them.
+const (
+	// PeerUnverified accepts any client certificate on the peer channel
+	// without checking that it chains to the cluster's CA.
+	PeerUnverified Bug = "peer-unverified"
+)
+
 // All lists every planted bug.
 func All() []Bug {
 	return []Bug{StaleRead, WaiterSession, MemoryTokens, LostIsFailure, NoAppliedIndex, NoDedup, WallClockExpiry, DoubleGrant}
