@@ -282,7 +282,8 @@ var allFaults = []string{"kill-leader", "kill-random", "pause-leader", "isolate-
 // every fault (session kills aimed at a paused holder's deadline among
 // them, three times at the start of each session run), with and without reentrancy and on the redsync path (SET NX
 // PX), some nodes' clocks off by a minute either way, small snapshots so
-// that a node cut off for a while, or replaced, catches up by snapshot. Every checker must pass; the control counter
+// that a node cut off for a while, or replaced, catches up by snapshot; the
+// mutex runs with peer mutual TLS. Every checker must pass; the control counter
 // shows what the faults do to an unfenced store. FENCED_CHAOS=long (make
 // chaos) is the long profile: three seeds of 200 s of faults per variant.
 // FENCED_CHAOS_PLANT=bug runs either profile on a binary with that planted
@@ -314,11 +315,14 @@ func TestChaos(t *testing.T) {
 			t.Logf("planted bug %s detected in %d runs", bug, detected)
 		}
 	})
+	// The mutex variant runs with security on: its nodes talk over peer
+	// mutual TLS (the others over plain loopback TCP).
 	for _, v := range []struct {
-		name  string
-		limit int64
-		keys  bool
-	}{{"mutex", 0, false}, {"reentrant", 2, false}, {"setnx", 0, true}} {
+		name   string
+		limit  int64
+		keys   bool
+		secure bool
+	}{{"mutex", 0, false, true}, {"reentrant", 2, false, false}, {"setnx", 0, true, false}} {
 		for i := range runs {
 			t.Run(fmt.Sprintf("%s/%d", v.name, i), func(t *testing.T) {
 				t.Parallel()
@@ -331,6 +335,9 @@ func TestChaos(t *testing.T) {
 					// waiter at a paused holder's deadline (chaos_deadline_test.go),
 					// so that every run exercises that race on purpose.
 					first: []string{"pause-client", "kill-at-deadline", "kill-at-deadline", "kill-at-deadline"},
+				}
+				if v.secure {
+					r.opts.extra = append(r.opts.extra, newTestCA(t, "chaos").peerFlags("node")...)
 				}
 				if v.keys {
 					// SET NX locks have no session to kill.
