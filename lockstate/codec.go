@@ -111,3 +111,15 @@ func (r *reader) done() error {
 	}
 	return r.err
 }
+
+// bool reads a byte that must be 0 or 1.
+func (r *reader) bool() bool {
+	switch b := r.byte(); {
+	case r.err != nil:
+	case b == 1:
+		return true
+	case b != 0:
+		r.fail(errors.New("bad bool"))
+	}
+	return false
+}

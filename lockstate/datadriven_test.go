@@ -138,7 +138,7 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 			fmt.Fprintf(&b, "  waiter session=%s owner=%q remaining=%d\n", w.Session, w.Owner, w.Remaining)
 		}
 	case "session":
-		info, err := h.s.SessionInfo(args["id"], now)
+		info, err := h.s.SessionInfo(args["id"], "", false, now)
 		if err != nil {
 			return "err=" + errName(err), nil
 		}

@@ -9,12 +9,17 @@ import (
 // meets a version it does not know must stop rather than guess. Version 2
 // adds Wall after Addr; an entry with Wall 0 is written as version 1, so
 // one entry has one encoding.
+//
+// Version 3 adds User and AsAdmin after Wall (which may then be 0); it is
+// written only for an entry that carries either, so entries of the default
+// user keep the bytes they had.
 const (
 	entryVersion1 = 1
-	entryVersion  = 2
+	entryVersion2 = 2
+	entryVersion  = 3
 )
 
-func (op Op) valid() bool { return op >= OpTick && op <= OpExec }
+func (op Op) valid() bool { return op >= OpTick && op <= OpACLDelUser }
 
 // Encode appends the binary form of e to dst: the version, the op, then
 // every field in declaration order (signed integers as zigzag varints,
@@ -23,9 +28,12 @@ func (op Op) valid() bool { return op >= OpTick && op <= OpExec }
 // is Args, last, whose count and strings are written only when it is not
 // empty, so that entries written before it existed decode unchanged.
 func (e Entry) Encode(dst []byte) []byte {
-	v := byte(entryVersion)
-	if e.Wall == 0 {
-		v = entryVersion1
+	v := byte(entryVersion1)
+	switch {
+	case e.User != "" || e.AsAdmin:
+		v = entryVersion
+	case e.Wall != 0:
+		v = entryVersion2
 	}
 	dst = append(dst, v, byte(e.Op))
 	dst = appendVarint(dst, e.Time)
@@ -43,8 +51,16 @@ func (e Entry) Encode(dst []byte) []byte {
 	dst = appendString(dst, e.Node)
 	dst = appendString(dst, e.RaftAddr)
 	dst = appendString(dst, e.Addr)
-	if v == entryVersion {
+	if v >= entryVersion2 {
 		dst = appendVarint(dst, e.Wall)
+	}
+	if v == entryVersion {
+		dst = appendString(dst, e.User)
+		if e.AsAdmin {
+			dst = append(dst, 1)
+		} else {
+			dst = append(dst, 0)
+		}
 	}
 	// Args, the last field, is written only when there are some, so an
 	// entry without them has the bytes it had before Args existed.
@@ -63,7 +79,7 @@ func (e Entry) Encode(dst []byte) []byte {
 func DecodeEntry(b []byte) (Entry, error) {
 	r := reader{b: b}
 	v := r.byte()
-	if r.err == nil && v != entryVersion1 && v != entryVersion {
+	if r.err == nil && v != entryVersion1 && v != entryVersion2 && v != entryVersion {
 		return Entry{}, fmt.Errorf("%w: unknown version %d", ErrBadEntry, v)
 	}
 	var e Entry
@@ -86,9 +102,23 @@ func DecodeEntry(b []byte) (Entry, error) {
 	e.Node = r.str()
 	e.RaftAddr = r.str()
 	e.Addr = r.str()
-	if v == entryVersion {
+	switch v {
+	case entryVersion2:
 		if e.Wall = r.varint(); r.err == nil && e.Wall == 0 {
 			r.fail(errors.New("version 2 with no wall time"))
+		}
+	case entryVersion:
+		e.Wall = r.varint()
+		e.User = r.str()
+		switch r.byte() {
+		case 0:
+		case 1:
+			e.AsAdmin = true
+		default:
+			r.fail(errors.New("bad admin flag"))
+		}
+		if r.err == nil && e.User == "" && !e.AsAdmin {
+			r.fail(errors.New("version 3 with neither user nor admin"))
 		}
 	}
 	// Args: absent, or a count of at least 1 and the strings. Each takes at
@@ -141,6 +171,10 @@ func (op Op) String() string {
 		return "node.remove"
 	case OpExec:
 		return "exec"
+	case OpACLSetUser:
+		return "acl.setuser"
+	case OpACLDelUser:
+		return "acl.deluser"
 	}
 	return fmt.Sprintf("op(%d)", uint8(op))
 }

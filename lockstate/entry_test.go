@@ -99,7 +99,7 @@ func TestDecodeEntryRejects(t *testing.T) {
 		"version 0":       with(0, 0),
 		"version 2":       with(0, 2),
 		"op 0":            with(1, 0),
-		"op 13":           with(1, 13),
+		"op 15":           with(1, 15),
 		"args > rest":     append(bytes.Clone(good), 2, 0),
 		"args truncated":  append(bytes.Clone(good), 1, 2, 'x'),
 		"args count 0":    append(bytes.Clone(good), 0),
@@ -179,16 +179,29 @@ func TestEntryLayout(t *testing.T) {
 	}
 	// Version 2: Wall after Addr, before Args.
 	got = Entry{Op: OpExec, Time: 1, Wall: -2, Args: []string{"TIME"}}.Encode(nil)
-	want = []byte{entryVersion, 12, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	want = []byte{entryVersion2, 12, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		3, // Wall -2, zigzag
 		1, 4, 'T', 'I', 'M', 'E'}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("encoded %x, want %x", got, want)
 	}
-	if _, err := DecodeEntry([]byte{entryVersion, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}); !errors.Is(err, ErrBadEntry) {
+	if _, err := DecodeEntry([]byte{entryVersion2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}); !errors.Is(err, ErrBadEntry) {
 		t.Fatalf("version 2 with Wall 0 decoded: %v", err)
 	}
-	for op, v := range map[Op]byte{OpCancelWaits: 9, OpNodeJoin: 10, OpNodeRemove: 11, OpExec: 12} {
+	// Version 3: User and AsAdmin after Wall (which may be 0), before Args.
+	got = Entry{Op: OpExec, User: "u", AsAdmin: true, Args: []string{"TIME"}}.Encode(nil)
+	want = []byte{entryVersion, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0,      // Wall 0
+		1, 'u', // User
+		1, // AsAdmin
+		1, 4, 'T', 'I', 'M', 'E'}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("encoded %x, want %x", got, want)
+	}
+	if _, err := DecodeEntry([]byte{entryVersion, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}); !errors.Is(err, ErrBadEntry) {
+		t.Fatalf("version 3 with neither user nor admin decoded: %v", err)
+	}
+	for op, v := range map[Op]byte{OpCancelWaits: 9, OpNodeJoin: 10, OpNodeRemove: 11, OpExec: 12, OpACLSetUser: 13, OpACLDelUser: 14} {
 		if byte(op) != v {
 			t.Errorf("%v = %d, want %d", op, op, v)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/internal/glob"
 	"github.com/fenced/fenced/internal/ms"
 	"github.com/fenced/fenced/reply"
 )
@@ -198,7 +199,7 @@ func cmdExists(s *State, a [][]byte, now int64) reply.Value {
 
 func cmdKeys(s *State, a [][]byte, now int64) reply.Value {
 	pattern := string(a[1])
-	names := s.keyNames(now, func(name string) bool { return globMatch(pattern, name) })
+	names := s.keyNames(now, func(name string) bool { return glob.Match(pattern, name) })
 	out := make([]reply.Value, len(names))
 	for i, n := range names {
 		out[i] = reply.BulkString(n)

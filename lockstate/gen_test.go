@@ -53,6 +53,10 @@ func genLocks() []string    { return []string{"a", "b", "c"} }
 func genOwners() []string   { return []string{"", "x"} }
 func genNodes() []string    { return []string{"n0", "n1", "n2", "n3", "n4"} }
 func genAddrs() []string    { return []string{"h1:1", "h2:2"} }
+func genUsers() []string    { return []string{"", "u1"} }
+func genRules() []string {
+	return []string{"on", "off", ">pw", "<pw", "nopass", "resetpass", "~k*", "allkeys", "resetkeys", "&c", "+@all", "-@admin", "+get", "reset"}
+}
 
 func (g *gen) pick(xs []string) string { return xs[g.src.intn(len(xs))] }
 
@@ -89,7 +93,20 @@ func (g *gen) next() (uint64, Entry) {
 	}
 	g.wall += 10 * int64(g.src.intn(12)-2)
 	e := Entry{Time: g.time, Session: g.pick(genSessions())}
-	switch k := g.src.intn(126); {
+	if g.src.intn(3) == 0 {
+		e.User = "u1"
+	}
+	if g.src.intn(10) == 0 {
+		e.AsAdmin = true
+	}
+	switch k := g.src.intn(130); {
+	case k >= 126:
+		e = Entry{Op: OpACLSetUser, Time: g.time, Name: g.pick([]string{"default", "u1", "u2"})}
+		for range g.src.intn(4) {
+			e.Args = append(e.Args, g.pick(genRules()))
+		}
+	case k >= 124:
+		e = Entry{Op: OpACLDelUser, Time: g.time, Args: []string{g.pick([]string{"default", "u1", "u2", "u3"})}}
 	case k >= 112:
 		e = Entry{Op: OpExec, Time: g.time, Args: g.genExec()}
 	case k < 5:
@@ -187,10 +204,19 @@ func compareReads(s *State, m *model, now int64) error {
 		}
 	}
 	for _, id := range genSessions() {
-		got, gerr := s.SessionInfo(id, now)
-		want, werr := m.sessionInfo(id, now)
-		if gerr != werr || !reflect.DeepEqual(got, want) {
-			return fmt.Errorf("SessionInfo(%s) = %+v %v, model %+v %v", id, got, gerr, want, werr)
+		for _, user := range genUsers() {
+			got, gerr := s.SessionInfo(id, user, false, now)
+			want, werr := m.sessionInfo(id, user, now)
+			if gerr != werr || !reflect.DeepEqual(got, want) {
+				return fmt.Errorf("SessionInfo(%s) for user %q = %+v %v, model %+v %v", id, user, got, gerr, want, werr)
+			}
+		}
+	}
+	for _, name := range []string{"default", "u1", "u2"} {
+		got, gok := s.User(name)
+		want, wok := m.users[name]
+		if gok != wok || gok && !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("User(%s) = %+v %v, model %+v %v", name, got, gok, want, wok)
 		}
 	}
 	if got, want := s.Sessions(), m.sessionIDs(); !slices.Equal(got, want) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/fenced/fenced/acl"
 )
 
 // Load adds one persisted record, as written through Writer, to a State that
@@ -52,6 +54,8 @@ func (s *State) load(k string, value []byte) error {
 		return s.loadWaiter(k[len(prefixWaiter):], &r)
 	case strings.HasPrefix(k, prefixMember):
 		return s.loadMember(k[len(prefixMember):], &r)
+	case strings.HasPrefix(k, prefixUser):
+		return s.loadUser(k[len(prefixUser):], &r)
 	case strings.HasPrefix(k, prefixMemo):
 		return s.loadMemo(k[len(prefixMemo):], &r)
 	default:
@@ -64,6 +68,11 @@ func (s *State) loadSession(id string, r *reader) error {
 	ss := &session{id: id, name: r.str(), ttl: r.varint(), created: r.varint()}
 	deadline := r.varint()
 	ss.nextSeq = r.uvarint()
+	if r.err == nil && len(r.b) > 0 {
+		if ss.user = r.str(); r.err == nil && ss.user == "" {
+			return errors.New("the default user is not stored")
+		}
+	}
 	if err := r.done(); err != nil {
 		return err
 	}
@@ -208,5 +217,31 @@ func (s *State) loadMember(id string, r *reader) error {
 		return errLoadOrder
 	}
 	s.members[id] = m
+	return nil
+}
+
+func (s *State) loadUser(name string, r *reader) error {
+	u := &acl.User{Name: name, On: r.bool(), NoPass: r.bool()}
+	for _, l := range []*[]string{&u.Passwords, &u.Keys, &u.Channels, &u.Commands} {
+		n := r.uvarint()
+		if n > uint64(len(r.b)) {
+			r.fail(errLength)
+		}
+		for i := uint64(0); i < n && r.err == nil; i++ {
+			*l = append(*l, r.str())
+		}
+	}
+	if err := r.done(); err != nil {
+		return err
+	}
+	if name == "" || s.users[name] != nil {
+		return errLoadOrder
+	}
+	// Only what Apply makes is accepted, so that a loaded state hashes and
+	// encodes as the one it came from.
+	if !slices.IsSorted(u.Passwords) || len(slices.Compact(slices.Clone(u.Passwords))) != len(u.Passwords) {
+		return errors.New("user passwords not sorted and unique")
+	}
+	s.users[name] = u
 	return nil
 }

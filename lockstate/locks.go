@@ -8,7 +8,7 @@ import (
 
 // flock is FLOCK. Any use by a live session renews it, whatever the answer.
 func (s *State) flock(e Entry, now int64) Result {
-	ss := s.sessions[e.Session]
+	ss := s.sessionFor(e)
 	if ss == nil {
 		return Result{Err: ErrNoSession}
 	}
@@ -72,7 +72,7 @@ func (s *State) acquire(e Entry, now int64) Result {
 
 // funlock is FUNLOCK.
 func (s *State) funlock(e Entry, now int64) Result {
-	ss := s.sessions[e.Session]
+	ss := s.sessionFor(e)
 	if ss == nil {
 		return Result{Err: ErrNoSession}
 	}

@@ -1,6 +1,7 @@
 package lockstate
 
 import (
+	"github.com/fenced/fenced/acl"
 	"slices"
 	"strings"
 
@@ -22,11 +23,14 @@ type model struct {
 	locks    map[string]*mLock
 	members  map[string]Member
 	keys     map[string]*mKey // model_keys_test.go
-	wakes    []Wake
+	// users are kept with the acl package's own rule application, which
+	// acl's tests check; the model checks what the state does with them.
+	users map[string]*acl.User
+	wakes []Wake
 }
 
 type mSession struct {
-	id, name               string
+	id, name, user         string
 	ttl, created, deadline int64
 	memos                  []mMemo // oldest first
 }
@@ -54,7 +58,7 @@ type mWaiter struct {
 
 func newModel(cfg Config) *model {
 	return &model{cfg: New(cfg).cfg, sessions: map[string]*mSession{}, locks: map[string]*mLock{},
-		members: map[string]Member{}, keys: map[string]*mKey{}}
+		members: map[string]Member{}, keys: map[string]*mKey{}, users: map[string]*acl.User{}}
 }
 
 func (m *model) apply(index uint64, e Entry) Result {
@@ -80,20 +84,45 @@ func (m *model) apply(index uint64, e Entry) Result {
 		case len(m.sessions) >= m.cfg.MaxSessions:
 			r.Err = ErrTooManySessions
 		default:
-			m.sessions[e.Session] = &mSession{id: e.Session, name: e.Name, ttl: e.TTL, created: e.Created, deadline: ms.Add(now, e.TTL)}
+			m.sessions[e.Session] = &mSession{id: e.Session, name: e.Name, user: e.User, ttl: e.TTL, created: e.Created, deadline: ms.Add(now, e.TTL)}
 			r.Str = e.Session
 		}
 	case OpSessionHeartbeat:
-		if s := m.sessions[e.Session]; s == nil {
+		if s := m.session(e); s == nil {
 			r.Err = ErrNoSession
 		} else {
 			s.deadline = ms.Add(now, s.ttl)
 			r.Int = s.ttl
 		}
 	case OpSessionKill:
-		if s := m.sessions[e.Session]; s != nil {
+		if s := m.session(e); s != nil {
 			m.end(s)
 			r.Int = 1
+		}
+	case OpACLSetUser:
+		u := m.users[e.Name]
+		switch {
+		case e.Name == "":
+			r.Err = ErrBadEntry
+		case u == nil && e.Name == "default":
+			u = acl.Default("")
+		case u == nil:
+			u = acl.New(e.Name)
+		}
+		if u != nil {
+			u.Apply(e.Args)
+			m.users[e.Name] = u
+		}
+	case OpACLDelUser:
+		if slices.Contains(e.Args, "default") {
+			r.Err = ErrDefaultUser
+			break
+		}
+		for _, n := range e.Args {
+			if m.users[n] != nil {
+				delete(m.users, n)
+				r.Int++
+			}
 		}
 	case OpFlock:
 		r = m.flock(e, now)
@@ -354,8 +383,18 @@ func (m *model) bind(w *mWaiter, id uint64) {
 	w.ids = append(w.ids, id)
 }
 
-func (m *model) flock(e Entry, now int64) Result {
+// session is e's session if e's user may use it: its own, or any for an
+// admin.
+func (m *model) session(e Entry) *mSession {
 	s := m.sessions[e.Session]
+	if s == nil || s.user != e.User && !e.AsAdmin {
+		return nil
+	}
+	return s
+}
+
+func (m *model) flock(e Entry, now int64) Result {
+	s := m.session(e)
 	if s == nil {
 		return Result{Err: ErrNoSession}
 	}
@@ -418,7 +457,7 @@ func (m *model) flock(e Entry, now int64) Result {
 }
 
 func (m *model) funlock(e Entry, now int64) Result {
-	s := m.sessions[e.Session]
+	s := m.session(e)
 	if s == nil {
 		return Result{Err: ErrNoSession}
 	}
@@ -464,8 +503,8 @@ func (m *model) lockInfo(name string, now int64) LockInfo {
 	return info
 }
 
-func (m *model) sessionInfo(id string, now int64) (SessionInfo, error) {
-	s := m.sessions[id]
+func (m *model) sessionInfo(id, user string, now int64) (SessionInfo, error) {
+	s := m.session(Entry{Session: id, User: user})
 	if s == nil {
 		return SessionInfo{}, ErrNoSession
 	}

@@ -54,6 +54,23 @@ func (o *observer) observe(s *State, index uint64, e Entry, r Result) error {
 	if e.Op == OpFlock && r.Err == nil && !r.Null && !r.Queued && r.Int == int64(index) {
 		granted[e.Lock]++
 	}
+	// A queued FLOCK first: a retry (same REQ) joins its waiter, which the
+	// end of this same entry may already answer (its lock freed by an
+	// expiry the entry applied first).
+	if e.Op == OpFlock && r.Queued {
+		w := o.byReq[[2]string{e.Session, e.Req}]
+		if e.Req == "" || w == nil {
+			w = &obsWait{lock: e.Lock, session: e.Session, req: e.Req}
+			o.queues[e.Lock] = append(o.queues[e.Lock], w)
+			if e.Req != "" {
+				o.byReq[[2]string{e.Session, e.Req}] = w
+			}
+		}
+		if e.WaitID != 0 {
+			w.ids = append(w.ids, e.WaitID)
+			o.pending[e.WaitID] = w
+		}
+	}
 	for _, wk := range r.Wakes {
 		if prev, ok := answered[wk.WaitID]; ok {
 			// Every id of a waiter is answered in the same entry, with
@@ -123,20 +140,6 @@ func (o *observer) observe(s *State, index uint64, e Entry, r Result) error {
 			if len(w.ids) == 0 {
 				o.resolve(w)
 			}
-		}
-	}
-	if e.Op == OpFlock && r.Queued {
-		w := o.byReq[[2]string{e.Session, e.Req}]
-		if e.Req == "" || w == nil {
-			w = &obsWait{lock: e.Lock, session: e.Session, req: e.Req}
-			o.queues[e.Lock] = append(o.queues[e.Lock], w)
-			if e.Req != "" {
-				o.byReq[[2]string{e.Session, e.Req}] = w
-			}
-		}
-		if e.WaitID != 0 {
-			w.ids = append(w.ids, e.WaitID)
-			o.pending[e.WaitID] = w
 		}
 	}
 	for _, l := range genLocks() {

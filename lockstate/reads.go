@@ -59,9 +59,10 @@ func (s *State) LockInfo(lock string, now int64) LockInfo {
 	return info
 }
 
-// SessionInfo answers SESSION.INFO, or ErrNoSession.
-func (s *State) SessionInfo(id string, now int64) (SessionInfo, error) {
-	ss := s.sessions[id]
+// SessionInfo answers SESSION.INFO for user (an admin may ask about any
+// session), or ErrNoSession: another user's session is as good as absent.
+func (s *State) SessionInfo(id, user string, admin bool, now int64) (SessionInfo, error) {
+	ss := s.sessionFor(Entry{Session: id, User: user, AsAdmin: admin})
 	if ss == nil {
 		return SessionInfo{}, ErrNoSession
 	}

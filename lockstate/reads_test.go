@@ -31,7 +31,7 @@ func TestConcurrentReads(t *testing.T) {
 					s.Fence(l, "s1", "", true)
 				}
 				for _, id := range genSessions() {
-					_, _ = s.SessionInfo(id, s.Time())
+					_, _ = s.SessionInfo(id, "", false, s.Time())
 				}
 				s.Sessions()
 				s.Counts()

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/fenced/fenced/acl"
 )
 
 // Record layout. Keys are relative; raftstore prefixes them.
@@ -15,7 +17,8 @@ import (
 //	m/time                        cluster time of the last applied entry, then the highest wall clock (Unix ms) if any
 //	n/<id>                        cluster member: raft address, client address, removed
 //	r/<session>\x00<seq:8 BE>     remembered answer of a request: req, result
-//	s/<session>                   open session: name, ttl, created, deadline, next memo seq
+//	s/<session>                   open session: name, ttl, created, deadline, next memo seq, user if not default
+//	u/<name>                      ACL user: on, nopass, password hashes, key patterns, channel patterns, command rules
 //	w/<lock>\x00<pos:8 BE>        queued FLOCK: session, owner, req, limit, deadline, wait ids
 //	x/<sha1>                      cached script: cached by EVAL or SCRIPT LOAD, index, source (scripts.go)
 //
@@ -35,6 +38,7 @@ const (
 	prefixMember  = "n/"
 	prefixMemo    = "r/"
 	prefixSession = "s/"
+	prefixUser    = "u/"
 	prefixWaiter  = "w/"
 	timeKey       = "m/time"
 )
@@ -42,6 +46,7 @@ const (
 func sessionKey(id string) string { return prefixSession + id }
 func lockKey(name string) string  { return prefixLock + name }
 func memberKey(id string) string  { return prefixMember + id }
+func userKey(name string) string  { return prefixUser + name }
 func waiterKey(l string, p uint64) string {
 	return seqKey(prefixWaiter, l, p)
 }
@@ -148,7 +153,31 @@ func appendSession(b []byte, ss *session) []byte {
 	b = appendVarint(b, ss.ttl)
 	b = appendVarint(b, ss.created)
 	b = appendVarint(b, ss.timer.deadline)
-	return appendUvarint(b, ss.nextSeq)
+	b = appendUvarint(b, ss.nextSeq)
+	if ss.user != "" { // absent for the default user, as before users existed
+		b = appendString(b, ss.user)
+	}
+	return b
+}
+
+func appendUser(b []byte, u *acl.User) []byte {
+	b = append(b, recordVersion)
+	b = appendBool(b, u.On)
+	b = appendBool(b, u.NoPass)
+	for _, l := range [][]string{u.Passwords, u.Keys, u.Channels, u.Commands} {
+		b = appendUvarint(b, uint64(len(l)))
+		for _, x := range l {
+			b = appendString(b, x)
+		}
+	}
+	return b
+}
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 1)
+	}
+	return append(b, 0)
 }
 
 func appendLock(b []byte, l *lock) []byte {
@@ -250,6 +279,12 @@ func (s *State) lookup(b []byte, key string) ([]byte, bool) {
 			return b, false
 		}
 		b = appendWaiter(b, w)
+	case strings.HasPrefix(key, prefixUser):
+		u := s.users[key[len(prefixUser):]]
+		if u == nil {
+			return b, false
+		}
+		b = appendUser(b, u)
 	case strings.HasPrefix(key, prefixMember):
 		m := s.members[key[len(prefixMember):]]
 		if m == nil {
@@ -332,6 +367,9 @@ func (s *State) keys() []string {
 	}
 	for id := range s.members {
 		keys = append(keys, memberKey(id))
+	}
+	for name := range s.users {
+		keys = append(keys, userKey(name))
 	}
 	for name := range s.kv {
 		keys = append(keys, kvRecKey(name))

@@ -14,7 +14,7 @@ func (s *State) openSession(e Entry, now int64) Result {
 	if len(s.sessions) >= s.cfg.MaxSessions {
 		return Result{Err: ErrTooManySessions}
 	}
-	ss := &session{id: e.Session, name: e.Name, ttl: e.TTL, created: e.Created}
+	ss := &session{id: e.Session, user: e.User, name: e.Name, ttl: e.TTL, created: e.Created}
 	ss.timer.sess = ss
 	s.sessions[ss.id] = ss
 	s.schedule(&ss.timer, ms.Add(now, ss.ttl))
@@ -23,7 +23,7 @@ func (s *State) openSession(e Entry, now int64) Result {
 }
 
 func (s *State) heartbeat(e Entry, now int64) Result {
-	ss := s.sessions[e.Session]
+	ss := s.sessionFor(e)
 	if ss == nil {
 		return Result{Err: ErrNoSession}
 	}
@@ -32,7 +32,7 @@ func (s *State) heartbeat(e Entry, now int64) Result {
 }
 
 func (s *State) killSession(e Entry) Result {
-	ss := s.sessions[e.Session]
+	ss := s.sessionFor(e)
 	if ss == nil {
 		return Result{}
 	}

@@ -3,6 +3,7 @@ package lockstate
 import (
 	"slices"
 
+	"github.com/fenced/fenced/acl"
 	"github.com/fenced/fenced/commands"
 	"github.com/fenced/fenced/internal/ms"
 	"github.com/fenced/fenced/script"
@@ -26,6 +27,7 @@ type State struct {
 	waitIDs  map[uint64]*waiter
 	timers   timerHeap
 	members  map[string]*Member       // cluster members, removed ones included
+	users    map[string]*acl.User     // ACL users set through ACL SETUSER (users.go)
 	kv       map[string]*kvKey        // string, hash and list keys (keys.go)
 	scripts  map[string]*storedScript // cached scripts by SHA-1 (scripts.go)
 	// evalOrder is the SHA-1s of the scripts cached by EVAL, oldest first.
@@ -50,6 +52,7 @@ type State struct {
 // session is the record of an open session.
 type session struct {
 	id      string
+	user    string // the ACL user that opened it; "" = default
 	name    string
 	ttl     int64
 	created int64
@@ -136,6 +139,7 @@ func newState(cfg Config, table *commands.Table) *State {
 		reqWaits: make(map[sessReq]*waiter),
 		waitIDs:  make(map[uint64]*waiter),
 		members:  make(map[string]*Member),
+		users:    make(map[string]*acl.User),
 		dirty:    make(map[string]struct{}),
 		kv:       make(map[string]*kvKey),
 		scripts:  make(map[string]*storedScript),
@@ -210,6 +214,10 @@ func (s *State) Step(index uint64, e Entry) Result {
 		r = s.removeNode(e)
 	case OpExec:
 		r = Result{Reply: s.call(e.Args, now, execWrite)}
+	case OpACLSetUser:
+		r = s.setUser(e)
+	case OpACLDelUser:
+		r = s.delUsers(e)
 	default:
 		r = Result{Err: ErrBadEntry}
 	}

@@ -91,6 +91,11 @@ const (
 	// ...) as a client sent it, the name in any case. Its answer is
 	// Result.Reply.
 	OpExec Op = 12
+	// OpACLSetUser applies the ACL SETUSER rules in Args to user Name,
+	// creating it; passwords arrive hashed (#hash, !hash), never in clear.
+	OpACLSetUser Op = 13
+	// OpACLDelUser deletes the users named in Args; Result.Int counts them.
+	OpACLDelUser Op = 14
 )
 
 // NoWait is Entry.Wait for a FLOCK without WAIT: answer null at once when the
@@ -124,7 +129,13 @@ type Entry struct {
 	RaftAddr string // node's Raft address (OpNodeJoin)
 	Addr     string // node's client (RESP) address (OpNodeJoin)
 
-	Args []string // OpExec: the command and its arguments
+	Args []string // OpExec: the command and its arguments; OpACL*: rules or names
+
+	// User is the ACL user the entry acts for ("" = the default user): a
+	// new session belongs to it, and only it may use the session.
+	User string
+	// AsAdmin lets an admin act on any user's session (SESSION.KILL).
+	AsAdmin bool
 }
 
 // Result is the answer to an applied entry.

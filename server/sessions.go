@@ -35,7 +35,7 @@ func (s *Server) sessionKill(c *resp.Conn, args [][]byte) resp.Value {
 func (s *Server) sessionInfo(c *resp.Conn, args [][]byte) resp.Value {
 	id := string(args[1])
 	return s.read(c.Context(), func(st *lockstate.State, now int64) resp.Value {
-		si, err := st.SessionInfo(id, now)
+		si, err := st.SessionInfo(id, "", false, now)
 		if err != nil {
 			return errorReply(err)
 		}

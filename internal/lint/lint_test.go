@@ -26,10 +26,13 @@ var rules = []struct {
 	{"resp", []string{"reply"}, nil, "the protocol only: it knows nothing about locks"},
 	{"reply", nil, clockAndChance, "a reply value: pure"},
 	{"internal/ms", nil, clockAndChance, "time arithmetic: pure, and no clock"},
+	{"internal/glob", nil, clockAndChance, "Redis's glob matching: pure"},
+	{"acl", []string{"commands", "internal/glob", "reply"}, clockAndChance,
+		"ACL users and what they may run: pure, replicated by the state machine"},
 	{"commands", []string{"internal/ms", "reply"}, clockAndChance, "the command table and parsers: pure"},
 	{"script", []string{"reply", "github.com/yuin/gopher-lua"}, clockAndChance,
 		"scripts run inside the state machine: deterministic"},
-	{"lockstate", []string{"commands", "reply", "script", "internal/ms", "internal/plant"}, clockAndChance,
+	{"lockstate", []string{"acl", "commands", "reply", "script", "internal/glob", "internal/ms", "internal/plant"}, clockAndChance,
 		"the state machine: pure and deterministic, no clock, no randomness, no raft or pebble"},
 	{"session", []string{"internal/ms", "internal/plant", "reply"}, nil,
 		"the leader's side of sessions (clock, ticks, new ids and TTLs), not the state machine nor the wire"},
@@ -127,6 +130,7 @@ func TestImportRulesCatch(t *testing.T) {
 		"commands": {"strings", module + "/internal/ms"}, "script": {module + "/reply", "github.com/yuin/gopher-lua/ast"},
 		"lockstate": {module + "/commands", module + "/script"}, "session": {"time", module + "/internal/ms"},
 		"cmd/fenced": {"os", module + "/server"}, "raftstore": {"github.com/hashicorp/raft"},
+		"internal/glob": nil, "acl": {"crypto/sha256", module + "/commands", module + "/internal/glob"},
 	}
 	isStd := func(imp string) bool { return !strings.Contains(imp, ".") }
 	if bad := check(ok, isStd); len(bad) != 0 {
