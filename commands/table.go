@@ -41,7 +41,10 @@ const (
 	Blocking
 	// Conn commands touch only the connection or the local node.
 	Conn
-	// NoAuth commands are served before AUTH.
+	// NoAuth commands are served to a connection that has not
+	// authenticated yet, when a password is set: Redis's AUTH, HELLO, QUIT
+	// and RESET (SPEC section 7). The server checks it once, in its
+	// dispatcher; every other command answers -NOAUTH.
 	NoAuth
 	// Ahead writes are proposed without waiting for the connection's
 	// earlier replies, so that pipelined writes share a commit; their
@@ -180,13 +183,13 @@ func New() *Table {
 		{"raft.link", 2, Admin | Conn | Peer, "Mark this connection as a forwarding link from a node", "node-id"},
 		{"cluster", -2, Conn, "Redis Cluster view with the leader as master of all slots", "SLOTS|SHARDS|NODES|INFO|MYID"},
 		// Connection (SPEC section 4).
-		{"ping", -1, Conn | NoAuth, "Reply PONG or the message", "[message]"},
+		{"ping", -1, Conn, "Reply PONG or the message", "[message]"},
 		{"echo", 2, Conn, "Reply the message", "message"},
-		{"auth", -2, Conn | NoAuth, "Authenticate the connection (no password is configured in this version)", "[username] password"},
-		{"hello", -1, Conn | NoAuth, "Switch protocol; reply server information", "[protover [SETNAME name]]"},
+		{"auth", -2, Conn | NoAuth, "Authenticate the connection", "[username] password"},
+		{"hello", -1, Conn | NoAuth, "Switch protocol, optionally authenticating; reply server information", "[protover [AUTH username password] [SETNAME name]]"},
 		{"select", 2, Conn, "Select database 0", "index"},
 		{"quit", -1, Conn | NoAuth, "Close the connection", ""},
-		{"reset", 1, Conn, "Reset the connection's state", ""},
+		{"reset", 1, Conn | NoAuth, "Reset the connection's state, unauthenticated if a password is set", ""},
 		{"client", -2, Conn, "Connection management", "SETNAME|GETNAME|ID|SETINFO|INFO|LIST ..."},
 		{"command", -1, Conn, "Describe commands", "[COUNT|DOCS|INFO ...]"},
 		{"info", -1, Conn, "Reply server information", "[section ...]"},

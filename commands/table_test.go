@@ -64,6 +64,11 @@ func TestBehaviourFlags(t *testing.T) {
 	if got, want := names(tab, func(s *Spec) bool { return s.Has(Leader) }), []string{"raft.join", "raft.remove", "raft.transfer"}; !slices.Equal(got, want) {
 		t.Errorf("Leader commands = %v, want %v", got, want)
 	}
+	// Before AUTH, only what Redis serves then (SPEC section 7): not even
+	// PING.
+	if got, want := names(tab, func(s *Spec) bool { return s.Has(NoAuth) }), []string{"auth", "hello", "quit", "reset"}; !slices.Equal(got, want) {
+		t.Errorf("NoAuth commands = %v, want %v", got, want)
+	}
 }
 
 // TestSpecRunsAhead: an Ahead command runs ahead when its arity fits; a

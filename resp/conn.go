@@ -225,6 +225,7 @@ func (c *Conn) readLoop() {
 	// Cancel first: a handler blocked in a wait learns the peer has gone.
 	defer c.cancel()
 	defer c.recoverPanic("reader")
+	first := true // no command read yet
 	for {
 		c.applyLimits(rd)
 		args, err := rd.ReadCommand()
@@ -248,6 +249,15 @@ func (c *Conn) readLoop() {
 			}
 			return
 		}
+		if rd.Inline() && looksLikeHTTP(args, first) {
+			// Neither this line nor anything after it is queued: the
+			// executor closes the connection once it reaches this item
+			// (crossproto.go).
+			c.srv.crossProtocol(c)
+			c.enqueue(item{err: errCrossProtocol}, rd.lim.MaxCommand)
+			return
+		}
+		first = false
 		if !c.enqueue(item{args: args}, rd.lim.MaxCommand) {
 			return
 		}
@@ -324,6 +334,12 @@ func (c *Conn) exec(it item) (keep, linger bool) {
 		c.awaitReplies()
 	}
 	if c.failed.Load() {
+		return false, false
+	}
+	if it.err == errCrossProtocol {
+		// HTTP gets no reply; the commands read before it have theirs.
+		c.flush()
+		c.commandDone(0)
 		return false, false
 	}
 	var v Value

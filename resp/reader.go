@@ -2,7 +2,8 @@
 // (multibulk and inline), a reply writer for RESP2 and RESP3, the reply
 // values, and the per-connection loop and Server that hand commands to a
 // Handler. It knows nothing about commands, locks or authentication; those
-// belong to the Handler. It imports only the standard library: untrusted
+// belong to the Handler. It does know HTTP well enough to close a
+// connection that speaks it (crossproto.go). It imports only the standard library: untrusted
 // bytes never reach a third-party parser.
 package resp
 
@@ -120,6 +121,9 @@ type Reader struct {
 	r, w int   // buf[r:w] is unread
 	rerr error // a read error held back until the bytes read with it are used
 	err  error // sticky: after an I/O or (non-limit) protocol error
+	// inline tells whether the command being read (or last returned) was
+	// sent inline rather than as a multibulk array.
+	inline bool
 
 	// The multibulk command being read. It survives a limit error, so a
 	// caller that raises the limits continues where the Reader stopped.
@@ -142,6 +146,10 @@ func (r *Reader) SetLimits(lim Limits) { r.lim = lim.withDefaults() }
 // Buffered returns the number of bytes read from the stream but not yet
 // consumed: the start of the next command, or all of it.
 func (r *Reader) Buffered() int { return r.w - r.r }
+
+// Inline reports whether the command ReadCommand last returned was an
+// inline line rather than a multibulk array.
+func (r *Reader) Inline() bool { return r.inline }
 
 // ReadCommand returns the next command's arguments, at least one. It reads a
 // multibulk array of bulk strings (`*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n`) or an
@@ -186,8 +194,10 @@ func (r *Reader) next() ([][]byte, error) {
 			}
 		}
 		if r.buf[r.r] != '*' {
+			r.inline = true
 			return r.readInline()
 		}
+		r.inline = false
 		line, n, err := r.peekLine(maxHeaderLine)
 		if err != nil {
 			if err == errLineTooLong {

@@ -73,6 +73,10 @@ type Server struct {
 
 	inShutdown atomic.Bool
 	nextID     atomic.Int64
+	// crossLogged is when the cross-protocol guard last logged (Unix ns),
+	// crossQuiet how many connections it closed since without a log line.
+	crossLogged atomic.Int64
+	crossQuiet  atomic.Int64
 
 	mu        sync.Mutex // mu guards the fields below
 	listeners map[*net.Listener]struct{}
@@ -196,6 +200,24 @@ func rejectConn(nc net.Conn, reply string) {
 		lingerClose(nc)
 	}
 	nc.Close()
+}
+
+// crossLogEvery bounds the cross-protocol guard's log lines, as Redis
+// does: a web page can open connections as fast as it likes.
+const crossLogEvery = time.Minute
+
+// crossProtocol logs a connection that the cross-protocol guard closes
+// (crossproto.go): the first, then at most one line per crossLogEvery,
+// which counts the ones closed in between.
+func (s *Server) crossProtocol(c *Conn) {
+	now := time.Now().UnixNano()
+	last := s.crossLogged.Load()
+	if (last != 0 && now-last < int64(crossLogEvery)) || !s.crossLogged.CompareAndSwap(last, now) {
+		s.crossQuiet.Add(1)
+		return
+	}
+	s.logger().Warn("resp: possible cross-protocol attack: a connection sent HTTP; closed it before running anything it sent",
+		"conn", c.id, "remote", c.remote, "closed_unlogged", s.crossQuiet.Swap(0))
 }
 
 // removeConn forgets a finished connection.

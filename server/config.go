@@ -35,15 +35,19 @@ type Config struct {
 	// RaftAdvertise is the Raft address other nodes dial, if not RaftAddr
 	// (the fault tests put a proxy there).
 	RaftAdvertise string
-	Data          string // data directory
-	Bootstrap     bool   // start a new cluster if the data directory is empty
-	Join          string // Raft (peer) address of a member to join
+	Data          string        // data directory
+	Bootstrap     bool          // start a new cluster if the data directory is empty
+	Join          string        // Raft (peer) address of a member to join
+	Metrics       string        // HTTP address for /metrics, /healthz, /readyz; "" = off
+	ClockOffset   time.Duration // shifts this node's wall clock (tests only)
+	Redirect      bool          // a follower answers -MOVED instead of forwarding
 	// Peer TLS (etcd's flag names): this node's certificate and key, and
 	// the CA every peer's certificate must chain to. All three or none.
 	PeerCertFile, PeerKeyFile, PeerCAFile string
-	Metrics                               string        // HTTP address for /metrics, /healthz, /readyz; "" = off
-	ClockOffset                           time.Duration // shifts this node's wall clock (tests only)
-	Redirect                              bool          // a follower answers -MOVED instead of forwarding
+	// RequirePass is the hash of the default user's password
+	// (--requirepass); nil: none, every connection is the default user.
+	// The password itself is never kept.
+	RequirePass *PasswordHash
 
 	// Log compaction: snapshot after this many new entries, keeping this
 	// many behind the snapshot for followers that lag a little. Zero means
@@ -103,28 +107,31 @@ func (c Config) Validate() error {
 			}
 		}
 	}
-	for _, a := range []struct{ flag, addr string }{{"--listen", c.Listen}, {"--raft-addr", c.RaftAddr}, {"--raft-advertise", c.RaftAdvertise}, {"--advertise", c.Advertise}} {
-		if a.addr == "" && (a.flag == "--raft-advertise" || a.flag == "--advertise") {
+	// Protected mode, as in Redis: what clients reach (the client port and
+	// the metrics endpoint) is served beyond loopback only with a password.
+	for _, a := range []struct{ flag, addr string }{{"--listen", c.Listen}, {"--advertise", c.Advertise}, {"--metrics", c.Metrics}} {
+		if a.addr == "" && a.flag != "--listen" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			return bad("%s %q: %v", a.flag, a.addr, err)
+		}
+		if c.RequirePass == nil && !isLoopbackAddr(a.addr) {
+			return bad("%s %q: a non-loopback address needs a password: set --requirepass (or FENCED_REQUIREPASS), or serve on loopback only (protected mode)", a.flag, a.addr)
+		}
+	}
+	for _, a := range []struct{ flag, addr string }{{"--raft-addr", c.RaftAddr}, {"--raft-advertise", c.RaftAdvertise}} {
+		if a.addr == "" && a.flag == "--raft-advertise" {
 			continue
 		}
 		host, _, err := net.SplitHostPort(a.addr)
 		if err != nil {
 			return bad("%s %q: %v", a.flag, a.addr, err)
 		}
-		if loopback(host) {
-			continue
-		}
-		switch a.flag {
-		case "--raft-addr", "--raft-advertise":
-			// Whoever reaches the Raft port can rewrite the cluster: beyond
-			// this machine, only peers with a certificate of its CA.
-			if !peerTLS {
-				return bad("%s %q: a non-loopback Raft address needs peer TLS (--peer-cert-file, --peer-key-file, --peer-trusted-ca-file)", a.flag, a.addr)
-			}
-		default:
-			// Protected mode, as in Redis: without authentication, which
-			// this version does not have yet, only loopback is served.
-			return bad("%s %q: a non-loopback address needs a password (protected mode)", a.flag, a.addr)
+		// Whoever reaches the Raft port can rewrite the cluster: beyond
+		// this machine, only peers with a certificate of its CA.
+		if !loopback(host) && !peerTLS {
+			return bad("%s %q: a non-loopback Raft address needs peer TLS (--peer-cert-file, --peer-key-file, --peer-trusted-ca-file)", a.flag, a.addr)
 		}
 	}
 	if c.Join != "" {
@@ -132,11 +139,26 @@ func (c Config) Validate() error {
 			return bad("--join %q: %v", c.Join, err)
 		}
 	}
-	if c.Metrics != "" {
-		if _, _, err := net.SplitHostPort(c.Metrics); err != nil {
-			return bad("--metrics %q: %v", c.Metrics, err)
-		}
+	return nil
+}
+
+// envRequirePass is the environment variable that --requirepass reads, so
+// that the password stays out of ps.
+const envRequirePass = "FENCED_REQUIREPASS"
+
+// passwordFlag is the flag.Value of --requirepass: it keeps only the
+// password's hash. An empty password means none, as Redis's requirepass "".
+type passwordFlag struct{ dst **PasswordHash }
+
+func (f passwordFlag) String() string { return "" } // never shows a password
+
+func (f passwordFlag) Set(v string) error {
+	if v == "" {
+		*f.dst = nil
+		return nil
 	}
+	h := HashPassword(v)
+	*f.dst = &h
 	return nil
 }
 
@@ -147,10 +169,17 @@ func loopback(host string) bool {
 }
 
 // ParseFlags turns command-line arguments (without the program name) into a
-// Config: defaults, then the --config file, then the flags. Flags given on
-// the command line win over the file.
+// Config: defaults, then the environment (FENCED_REQUIREPASS), then the
+// --config file, then the flags. Flags given on the command line win over
+// the file, and both over the environment.
 func ParseFlags(args []string, stderr io.Writer) (Config, error) {
+	return parseFlags(args, os.Getenv, stderr)
+}
+
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
 	cfg := DefaultConfig()
+	pass := passwordFlag{&cfg.RequirePass}
+	pass.Set(getenv(envRequirePass))
 	fs := flag.NewFlagSet("fenced", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configFile := fs.String("config", "", "read flags from `FILE` (lines of \"key value\"; # comments)")
@@ -170,6 +199,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.BoolVar(&cfg.Redirect, "redirect", false, "followers answer -MOVED 0 leader:port instead of forwarding (for Redis Cluster clients)")
 	fs.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", 0, "take a snapshot after `N` new log entries (0 = 16384)")
 	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", 0, "log entries kept behind a snapshot for lagging followers (`N`, 0 = 10240)")
+	fs.Var(pass, "requirepass", "the default user's `password`: clients must AUTH (needed to --listen beyond loopback). Prefer the variable "+envRequirePass+" or the --config file, which ps does not show; this flag and the file win over the variable")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}

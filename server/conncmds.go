@@ -39,6 +39,7 @@ func (s *Server) reset(c *resp.Conn, _ [][]byte) resp.Value {
 	s.pubsub.unsubscribeAll(c)
 	c.SetProto(2)
 	c.SetName("")
+	s.deauthenticate(c) // as Redis: with a password, AUTH again
 	return resp.SimpleString("RESET")
 }
 
@@ -53,31 +54,10 @@ func (s *Server) selectCmd(_ *resp.Conn, args [][]byte) resp.Value {
 	return resp.SimpleString("OK")
 }
 
-// auth implements AUTH as Redis answers it when the default user has no
-// password (this version configures none): any password of "default" is
-// accepted, a bare password is a configuration mistake, other users do
-// not exist.
-func (s *Server) auth(_ *resp.Conn, args [][]byte) resp.Value {
-	switch len(args) {
-	case 2:
-		return resp.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
-	case 3:
-		return checkUser(args[1])
-	}
-	return syntaxError("syntax error")
-}
-
-// checkUser accepts the default user, which has no password.
-func checkUser(user []byte) resp.Value {
-	if string(user) != "default" {
-		return resp.Error("WRONGPASS invalid username-password pair or user is disabled.")
-	}
-	return resp.SimpleString("OK")
-}
-
-// hello implements HELLO [protover [AUTH user pass] [SETNAME name]].
-// Authentication is not configured in this version, so AUTH is accepted
-// for Redis's default user without a password (see auth).
+// hello implements HELLO [protover [AUTH user pass] [SETNAME name]], in
+// Redis's order: options are checked, then AUTH, then a connection that
+// is still not authenticated is refused, and only then does anything
+// change.
 func (s *Server) hello(c *resp.Conn, args [][]byte) resp.Value {
 	proto := c.Proto()
 	if len(args) > 1 {
@@ -91,12 +71,11 @@ func (s *Server) hello(c *resp.Conn, args [][]byte) resp.Value {
 		proto = p
 	}
 	var name *string
+	var auth [][]byte // user, password
 	for i := 2; i < len(args); i++ {
 		switch opt := strings.ToUpper(string(args[i])); {
 		case opt == "AUTH" && i+2 < len(args):
-			if v := checkUser(args[i+1]); v.IsError() {
-				return v
-			}
+			auth = args[i+1 : i+3]
 			i += 2
 		case opt == "SETNAME" && i+1 < len(args):
 			n := string(args[i+1])
@@ -108,6 +87,14 @@ func (s *Server) hello(c *resp.Conn, args [][]byte) resp.Value {
 		default:
 			return syntaxError("Syntax error in HELLO option '%s'", opt)
 		}
+	}
+	if auth != nil {
+		if err := s.authenticate(c, auth[0], auth[1]); err != nil {
+			return errorReply(err)
+		}
+	}
+	if s.userOf(c) == "" {
+		return errorReply(ErrHelloNoAuth)
 	}
 	c.SetProto(proto)
 	if name != nil {

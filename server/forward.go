@@ -50,6 +50,11 @@ type connState struct {
 	peer bool
 	link string      // the id of the node that forwards over this connection
 	sub  *subscriber // the connection's subscriptions (pubsub.go)
+	// user is who AUTH or HELLO AUTH made the connection, "" if neither
+	// did (then it is authenticator.initialUser); authFails counts its
+	// failed attempts, which slow down the next (auth.go).
+	user      string
+	authFails int
 	// unanswered counts the connection's writes proposed ahead and not yet
 	// answered (pipeline.go); their Laters, on the replier, decrement it.
 	unanswered atomic.Int64

@@ -55,7 +55,7 @@ func (s *Server) nativeHandlers() map[string]handlerFunc {
 		"ping":              s.ping,
 		"echo":              s.echo,
 		"hello":             s.hello,
-		"auth":              s.auth,
+		"auth":              s.authCmd,
 		"select":            s.selectCmd,
 		"quit":              s.quit,
 		"reset":             s.reset,
@@ -72,7 +72,8 @@ func (s *Server) nativeHandlers() map[string]handlerFunc {
 }
 
 // ServeRESP dispatches one command: the table checks the name and arity
-// once, here, and the handler parses the rest.
+// once, here, then whether the connection may run it (as Redis does, in
+// that order), and the handler parses the rest.
 func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 	s.stats.commands.Add(1)
 	spec, err := s.table.Check(args)
@@ -85,6 +86,8 @@ func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 		v = errorReply(err)
 	case spec.Has(commands.Peer) && !fromPeer(c):
 		v = errorReply(ErrPeerOnly)
+	case !s.mayRun(c, spec):
+		v = errorReply(ErrNoAuth)
 	case s.listening(c):
 		v = s.inSubscribedMode(c, spec.Name)
 		if v.Kind() == resp.KindInvalid {

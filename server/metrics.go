@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"sync/atomic"
+	"time"
 )
 
 // stats are the node's counters, shown by INFO stats and /metrics.
@@ -50,12 +51,32 @@ func (s *Server) serveMetrics() (*http.Server, error) {
 	})
 	// Profiles, for finding what bounds throughput: only on loopback, since
 	// a profile costs CPU and tells what the process holds.
-	if host, _, _ := net.SplitHostPort(s.cfg.Metrics); host == "localhost" || net.ParseIP(host).IsLoopback() {
+	loopback := isLoopbackAddr(s.cfg.Metrics)
+	if loopback {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	hs := &http.Server{Handler: mux}
+	hs := newMetricsServer(s.metricsAuth(mux), loopback)
 	go hs.Serve(ln)
 	return hs, nil
+}
+
+// newMetricsServer bounds every phase of a request, so that a client that
+// sends or reads slowly (Slowloris) cannot hold connections open. A
+// profile on loopback writes for as long as it was asked to run (30 s by
+// default, which pprof refuses beyond WriteTimeout), so loopback gets more.
+func newMetricsServer(h http.Handler, loopback bool) *http.Server {
+	write := 10 * time.Second
+	if loopback {
+		write = 2 * time.Minute
+	}
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      write,
+		IdleTimeout:       time.Minute,
+		MaxHeaderBytes:    16 << 10,
+	}
 }

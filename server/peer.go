@@ -25,13 +25,22 @@ var (
 type peerHandler struct{ s *Server }
 
 func (h peerHandler) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
-	stateOf(c).peer = true
+	h.mark(c)
 	return h.s.ServeRESP(c, args)
 }
 
 func (h peerHandler) RunsAhead(c *resp.Conn, args [][]byte) bool {
-	stateOf(c).peer = true
+	h.mark(c)
 	return h.s.RunsAhead(c, args)
+}
+
+// mark records that c is a peer's: it needs no AUTH (the node that took
+// the client's command checked it before forwarding).
+func (peerHandler) mark(c *resp.Conn) {
+	st := stateOf(c)
+	if !st.peer {
+		st.peer, st.user = true, defaultUser
+	}
 }
 
 // fromPeer reports whether c came over the peer channel.

@@ -42,6 +42,7 @@ type Server struct {
 	started time.Time
 	stats   stats
 	cmds    map[string]handlerFunc
+	auth    authenticator // who a connection is, what it may run (auth.go)
 }
 
 // Start opens the node and starts serving clients on cfg.Listen. It
@@ -57,7 +58,8 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, waits: w, lists: newListWaits(), pubsub: newPubsub(), fwd: newForwarder(cfg.ID), table: commands.New(), started: time.Now()}
+	s := &Server{cfg: cfg, log: cfg.Logger, waits: w, lists: newListWaits(), pubsub: newPubsub(), fwd: newForwarder(cfg.ID), table: commands.New(), started: time.Now(),
+		auth: authenticator{pass: cfg.RequirePass}}
 	s.clock = session.NewClock(0)
 	s.clock.SetWallOffset(cfg.ClockOffset)
 	// The ticker exists before the node: the node reports applied entries
@@ -93,7 +95,7 @@ func Start(cfg Config) (*Server, error) {
 	for _, spec := range s.table.All() {
 		s.stats.calls[spec.Name] = new(atomic.Int64)
 	}
-	s.rs = &resp.Server{Handler: s, Limits: cfg.Limits, MaxConns: cfg.MaxConns, Logger: cfg.Logger}
+	s.rs = &resp.Server{Handler: s, Limits: s.connLimits(), MaxConns: cfg.MaxConns, Logger: cfg.Logger}
 	s.peerRS = &resp.Server{Handler: peerHandler{s}, Limits: cfg.Limits, MaxConns: cfg.MaxConns, Logger: cfg.Logger}
 	return s, nil
 }

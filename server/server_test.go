@@ -88,27 +88,37 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("DefaultConfig: %v", err)
 	}
 	for name, mod := range map[string]func(*Config){
-		"empty id":             func(c *Config) { c.ID = "" },
-		"id with space":        func(c *Config) { c.ID = "node 1" },
-		"id with newline":      func(c *Config) { c.ID = "node\n1" },
-		"empty data":           func(c *Config) { c.Data = "" },
-		"zero min TTL":         func(c *Config) { c.MinTTL = 0 },
-		"negative min TTL":     func(c *Config) { c.MinTTL = -time.Second },
-		"max TTL below min":    func(c *Config) { c.MaxTTL = c.MinTTL - 1 },
-		"default below min":    func(c *Config) { c.DefaultTTL = c.MinTTL - time.Millisecond },
-		"default above max":    func(c *Config) { c.DefaultTTL = c.MaxTTL + time.Millisecond },
-		"zero max conns":       func(c *Config) { c.MaxConns = 0 },
-		"negative max conns":   func(c *Config) { c.MaxConns = -1 },
-		"join without port":    func(c *Config) { c.Join = "127.0.0.1" },
-		"listen without port":  func(c *Config) { c.Listen = "127.0.0.1" },
-		"listen all":           func(c *Config) { c.Listen = ":6379" },
-		"listen 0.0.0.0":       func(c *Config) { c.Listen = "0.0.0.0:6379" },
-		"listen non-loopback":  func(c *Config) { c.Listen = "10.1.2.3:6379" },
-		"listen ipv6 any":      func(c *Config) { c.Listen = "[::]:6379" },
-		"listen hostname":      func(c *Config) { c.Listen = "example.com:6379" },
-		"raft non-loopback":    func(c *Config) { c.RaftAddr = "192.168.1.1:7379" },
-		"raft without port":    func(c *Config) { c.RaftAddr = "localhost" },
-		"metrics without port": func(c *Config) { c.Metrics = "localhost" },
+		"empty id":               func(c *Config) { c.ID = "" },
+		"id with space":          func(c *Config) { c.ID = "node 1" },
+		"id with newline":        func(c *Config) { c.ID = "node\n1" },
+		"empty data":             func(c *Config) { c.Data = "" },
+		"zero min TTL":           func(c *Config) { c.MinTTL = 0 },
+		"negative min TTL":       func(c *Config) { c.MinTTL = -time.Second },
+		"max TTL below min":      func(c *Config) { c.MaxTTL = c.MinTTL - 1 },
+		"default below min":      func(c *Config) { c.DefaultTTL = c.MinTTL - time.Millisecond },
+		"default above max":      func(c *Config) { c.DefaultTTL = c.MaxTTL + time.Millisecond },
+		"zero max conns":         func(c *Config) { c.MaxConns = 0 },
+		"negative max conns":     func(c *Config) { c.MaxConns = -1 },
+		"join without port":      func(c *Config) { c.Join = "127.0.0.1" },
+		"listen without port":    func(c *Config) { c.Listen = "127.0.0.1" },
+		"listen all":             func(c *Config) { c.Listen = ":6379" },
+		"listen 0.0.0.0":         func(c *Config) { c.Listen = "0.0.0.0:6379" },
+		"listen non-loopback":    func(c *Config) { c.Listen = "10.1.2.3:6379" },
+		"listen ipv6 any":        func(c *Config) { c.Listen = "[::]:6379" },
+		"listen hostname":        func(c *Config) { c.Listen = "example.com:6379" },
+		"raft non-loopback":      func(c *Config) { c.RaftAddr = "192.168.1.1:7379" },
+		"raft without port":      func(c *Config) { c.RaftAddr = "localhost" },
+		"metrics without port":   func(c *Config) { c.Metrics = "localhost" },
+		"advertise non-loopback": func(c *Config) { c.Advertise = "10.1.2.3:6379" },
+		"metrics non-loopback":   func(c *Config) { c.Metrics = "0.0.0.0:9100" },
+		"raft non-loopback with a password": func(c *Config) {
+			h := HashPassword("pw")
+			c.RequirePass, c.RaftAddr = &h, "10.1.2.3:7379"
+		},
+		"raft-advertise non-loopback with a password": func(c *Config) {
+			h := HashPassword("pw")
+			c.RequirePass, c.RaftAdvertise = &h, "10.1.2.3:7379"
+		},
 	} {
 		c := DefaultConfig()
 		mod(&c)
@@ -135,6 +145,121 @@ func TestConfigValidate(t *testing.T) {
 		if err := c.Validate(); err != nil {
 			t.Errorf("%s: Validate = %v", name, err)
 		}
+	}
+}
+
+// TestProtectedMode: what clients reach is served beyond loopback only with
+// a password, and the refusal names the flag to set.
+func TestProtectedMode(t *testing.T) {
+	for _, tc := range []struct{ flag, addr string }{
+		{"--listen", "0.0.0.0:6379"},
+		{"--listen", ":6379"},
+		{"--listen", "[::]:6379"},
+		{"--listen", "10.1.2.3:6379"},
+		{"--listen", "example.com:6379"},
+		{"--advertise", "10.1.2.3:6379"},
+		{"--metrics", "0.0.0.0:9100"},
+		{"--metrics", "192.168.1.5:9100"},
+	} {
+		set := func(c *Config) {
+			switch tc.flag {
+			case "--listen":
+				c.Listen = tc.addr
+			case "--advertise":
+				c.Advertise = tc.addr
+			case "--metrics":
+				c.Metrics = tc.addr
+			}
+		}
+		c := DefaultConfig()
+		set(&c)
+		err := c.Validate()
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "--requirepass") || !strings.Contains(err.Error(), tc.flag) {
+			t.Errorf("%s %s without a password: %v, want an ErrConfig naming %s and --requirepass", tc.flag, tc.addr, err, tc.flag)
+		}
+		h := HashPassword("pw")
+		c.RequirePass = &h
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s %s with a password: %v", tc.flag, tc.addr, err)
+		}
+	}
+	// Raft stays loopback-only with or without a password (peer TLS is
+	// another flag's business).
+	c := DefaultConfig()
+	h := HashPassword("pw")
+	c.RequirePass, c.RaftAddr = &h, "0.0.0.0:7379"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--raft-addr") {
+		t.Errorf("--raft-addr 0.0.0.0 with a password: %v, want refused", err)
+	}
+}
+
+func TestParseRequirePass(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "FENCED_REQUIREPASS" {
+				return v
+			}
+			return ""
+		}
+	}
+	hashOf := func(c Config) string {
+		if c.RequirePass == nil {
+			return "none"
+		}
+		for _, p := range []string{"flag", "file", "env"} {
+			if *c.RequirePass == HashPassword(p) {
+				return p
+			}
+		}
+		return "other"
+	}
+	file := writeFile(t, "requirepass file\n")
+	emptyFile := writeFile(t, "requirepass\n")
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string
+		want string
+	}{
+		{"none", nil, "", "none"},
+		{"flag", []string{"--requirepass", "flag"}, "", "flag"},
+		{"file", []string{"--config", file}, "", "file"},
+		{"env", nil, "env", "env"},
+		{"flag wins over env", []string{"--requirepass", "flag"}, "env", "flag"},
+		{"file wins over env", []string{"--config", file}, "env", "file"},
+		{"flag wins over file", []string{"--config", file, "--requirepass", "flag"}, "env", "flag"},
+		{"empty flag: no password", []string{"--requirepass", ""}, "env", "none"},
+		{"empty in the file: no password", []string{"--config", emptyFile}, "env", "none"},
+	} {
+		c, err := parseFlags(tc.args, env(tc.env), io.Discard)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if got := hashOf(c); got != tc.want {
+			t.Errorf("%s: the password is %s's, want %s", tc.name, got, tc.want)
+		}
+	}
+	// With one, a non-loopback --listen is served; the help names the
+	// variable and the precedence.
+	c, err := parseFlags([]string{"--listen", "0.0.0.0:6379"}, env("env"), io.Discard)
+	if err != nil || hashOf(c) != "env" {
+		t.Errorf("--listen 0.0.0.0 with FENCED_REQUIREPASS: %v", err)
+	}
+	if _, err := parseFlags([]string{"--listen", "0.0.0.0:6379"}, env(""), io.Discard); err == nil || !strings.Contains(err.Error(), "--requirepass") {
+		t.Errorf("--listen 0.0.0.0 without a password: %v, want an error naming --requirepass", err)
+	}
+	var help strings.Builder
+	parseFlags([]string{"--help"}, env(""), &help)
+	for _, want := range []string{"-requirepass password", "FENCED_REQUIREPASS", "win over the variable"} {
+		if !strings.Contains(help.String(), want) {
+			t.Errorf("help lacks %q:\n%s", want, help.String())
+		}
+	}
+	// The password itself is nowhere in the Config.
+	c, _ = parseFlags([]string{"--requirepass", "hunter2-plain"}, env(""), io.Discard)
+	if s := fmt.Sprintf("%+v %#v %v", c, c, *c.RequirePass); strings.Contains(s, "hunter2-plain") {
+		t.Errorf("the Config shows the password: %s", s)
 	}
 }
 
@@ -256,7 +381,10 @@ bootstrap false
 
 // startServer runs a single-node server on loopback ports chosen by the
 // kernel, with its data in a temporary directory, until the test ends.
-func startServer(t *testing.T) *Server {
+func startServer(t *testing.T) *Server { return startServerWith(t, nil) }
+
+// startServerWith is startServer with mod applied to the configuration.
+func startServerWith(t *testing.T, mod func(*Config)) *Server {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.ID = "test1"
@@ -264,6 +392,9 @@ func startServer(t *testing.T) *Server {
 	cfg.RaftAddr = "127.0.0.1:0"
 	cfg.Data = t.TempDir()
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if mod != nil {
+		mod(&cfg)
+	}
 	s, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)

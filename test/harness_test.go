@@ -123,6 +123,9 @@ type nodeOpts struct {
 	// allowCrash keeps a panic in the server's stderr from failing the
 	// test (a planted bug may crash it; the fault tests count that).
 	allowCrash bool
+	// password is what the tests' clients authenticate with: the node's
+	// --requirepass, given in args or env.
+	password string
 }
 
 // node is one fenced process, restartable on the same data directory and
@@ -132,6 +135,7 @@ type node struct {
 	bin        string
 	env        []string
 	allowCrash bool
+	password   string
 	args       []string
 	workDir    string
 	dataDir    string
@@ -156,7 +160,7 @@ var servingRE = regexp.MustCompile(`msg="fenced serving" listen=(\S+) raft=(\S+)
 // stopped, and its stderr printed if the test failed, when the test ends.
 func startNode(t testing.TB, opts nodeOpts) *node {
 	t.Helper()
-	n := &node{t: t, workDir: opts.workDir, bin: opts.bin, env: opts.env, allowCrash: opts.allowCrash}
+	n := &node{t: t, workDir: opts.workDir, bin: opts.bin, env: opts.env, allowCrash: opts.allowCrash, password: opts.password}
 	if n.bin == "" {
 		n.bin = binPath
 	}
@@ -434,6 +438,7 @@ func (n *node) options(proto int) *redis.Options {
 	return &redis.Options{
 		Addr:     n.addr,
 		Protocol: proto,
+		Password: n.password,
 		// Never resend a command: a write whose reply was lost must stay
 		// lost for the tests to reason about it.
 		MaxRetries:   -1,

@@ -1,9 +1,9 @@
 // Package plant switches on, one at a time, real-world bugs that the fault
-// tests (test/chaos_*) must detect: their checkers are only evidence if
-// they catch these. A normal build has none of them: On is a constant
-// false there and the compiler drops every planted branch. A binary built
-// with -tags plant reads the bug to plant from the FENCED_PLANT variable of
-// its environment.
+// tests (test/chaos_*) and the security tests (test/auth_test.go) must
+// detect: their checkers are only evidence if they catch these. A normal
+// build has none of them: On is a constant false there and the compiler
+// drops every planted branch. A binary built with -tags plant reads the
+// bug to plant from the FENCED_PLANT variable of its environment.
 package plant
 
 // Bug names one planted bug.
@@ -37,6 +37,10 @@ const (
 	// WallClockExpiry decides expiry by each node's wall clock instead of
 	// the time in the log entry.
 	WallClockExpiry Bug = "wall-clock-expiry"
+	// AuthSkipped lets every command through the dispatcher's NOAUTH gate:
+	// a connection that never authenticated runs anything while a password
+	// is set (test/auth_test.go catches it).
+	AuthSkipped Bug = "auth-skipped"
 )
 
 // The planted security bugs, which the attack tests (test/peer_test.go)
@@ -49,5 +53,5 @@ const (
 
 // All lists every planted bug.
 func All() []Bug {
-	return []Bug{StaleRead, WaiterSession, MemoryTokens, LostIsFailure, NoAppliedIndex, NoDedup, WallClockExpiry, DoubleGrant}
+	return []Bug{StaleRead, WaiterSession, MemoryTokens, LostIsFailure, NoAppliedIndex, NoDedup, WallClockExpiry, DoubleGrant, AuthSkipped}
 }
