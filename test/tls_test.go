@@ -727,3 +727,73 @@ func checkTLSContention(t testing.TB, n *tlsNode, sums []compatSummary, counter 
 	}
 	checkContentionValue(t, &compatTarget{fence: true}, sums, counter, got, want)
 }
+
+// TestTLSCertsScript checks what scripts/certs.sh makes beyond the default
+// set the other tests use: node certificates for given names, good as TLS
+// server and client (peers reuse them), client certificates by name, all
+// from the one CA the directory keeps; and bad usage writes nothing.
+func TestTLSCertsScript(t *testing.T) {
+	t.Parallel()
+	dir := makeCerts(t)
+	script := func(args ...string) (string, error) {
+		out, err := exec.Command("../scripts/certs.sh", args...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := script(dir, "node", "n2", "IP:127.0.0.2", "DNS:n2.test"); err != nil || out != "" {
+		t.Fatalf("certs.sh node: %v %q", err, out)
+	}
+	if out, err := script(dir, "client", "alice"); err != nil || out != "" {
+		t.Fatalf("certs.sh client: %v %q", err, out)
+	}
+	pool := x509.NewCertPool()
+	caPEM, _ := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if !pool.AppendCertsFromPEM(caPEM) {
+		t.Fatal("ca.crt holds no certificate")
+	}
+	load := func(name string) *x509.Certificate {
+		t.Helper()
+		c, err := tls.LoadX509KeyPair(filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key"))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if st, err := os.Stat(filepath.Join(dir, name+".key")); err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s.key mode %v, %v; want 0600", name, st.Mode().Perm(), err)
+		}
+		return c.Leaf
+	}
+	for _, tc := range []struct {
+		cert, host string
+		usages     []x509.ExtKeyUsage
+	}{
+		{"node", "127.0.0.1", []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}},
+		{"node", "localhost", []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}},
+		{"n2", "127.0.0.2", []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}},
+		{"n2", "n2.test", []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}},
+		{"client", "", []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}},
+		{"alice", "", []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}},
+	} {
+		if _, err := load(tc.cert).Verify(x509.VerifyOptions{Roots: pool, DNSName: tc.host, KeyUsages: tc.usages}); err != nil {
+			t.Errorf("%s for %q %v: %v", tc.cert, tc.host, tc.usages, err)
+		}
+	}
+	if _, err := load("n2").Verify(x509.VerifyOptions{Roots: pool, DNSName: "127.0.0.1"}); err == nil {
+		t.Errorf("n2 is valid for 127.0.0.1, a name it was not made for")
+	}
+	if _, err := load("alice").Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err == nil {
+		t.Errorf("a client certificate is good for serverAuth")
+	}
+	if cn := load("alice").Subject.CommonName; cn != "alice" {
+		t.Errorf("alice's CN is %q", cn)
+	}
+	before, _ := os.ReadDir(dir)
+	for _, args := range [][]string{{}, {dir, "node"}, {dir, "node", "n3"}, {dir, "client"}, {dir, "client", "../x"}, {dir, "client", "ca"}, {dir, "bogus"}} {
+		out, err := script(args...)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || out == "" {
+			t.Errorf("certs.sh %q: %v, output %q; want exit 2 and a usage message", args, err, out)
+		}
+	}
+	if after, _ := os.ReadDir(dir); len(after) != len(before) {
+		t.Errorf("bad usage changed the directory: %d files, then %d", len(before), len(after))
+	}
+}
