@@ -28,6 +28,12 @@ var ErrConfig = errors.New("server: invalid configuration")
 type Config struct {
 	ID     string // node id, never reused
 	Listen string // client (RESP) address
+	// TLS is the second client port, RESP over TLS (tls.go); with it,
+	// Listen may be "" to serve TLS only.
+	TLS ClientTLS
+	// Reload, when TLS is on, reloads its certificate, key and CA on each
+	// receive (Run connects SIGHUP to it; see notifyReload).
+	Reload <-chan os.Signal
 	// Advertise is the client address the other nodes and redirected
 	// clients use, if not Listen's (a NAT, or the fault tests' proxy).
 	Advertise string
@@ -70,6 +76,7 @@ func DefaultConfig() Config {
 	return Config{
 		ID:         "node1",
 		Listen:     "127.0.0.1:6379",
+		TLS:        defaultClientTLS(),
 		RaftAddr:   "127.0.0.1:7379",
 		Data:       "./fenced-data",
 		Bootstrap:  true,
@@ -107,10 +114,13 @@ func (c Config) Validate() error {
 			}
 		}
 	}
-	// Protected mode, as in Redis: what clients reach (the client port and
+	if err := c.TLS.validate(c.Listen); err != nil {
+		return err
+	}
+	// Protected mode, as in Redis: what clients reach (the client ports and
 	// the metrics endpoint) is served beyond loopback only with a password.
-	for _, a := range []struct{ flag, addr string }{{"--listen", c.Listen}, {"--advertise", c.Advertise}, {"--metrics", c.Metrics}} {
-		if a.addr == "" && a.flag != "--listen" {
+	for _, a := range []struct{ flag, addr string }{{"--listen", c.Listen}, {"--tls-listen", c.TLS.Listen}, {"--advertise", c.Advertise}, {"--metrics", c.Metrics}} {
+		if a.addr == "" { // a port that is off, or no advertised address
 			continue
 		}
 		if _, _, err := net.SplitHostPort(a.addr); err != nil {
@@ -185,6 +195,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	configFile := fs.String("config", "", "read flags from `FILE` (lines of \"key value\"; # comments)")
 	fs.StringVar(&cfg.ID, "id", cfg.ID, "node id, never reused")
 	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "client (RESP) `address`")
+	cfg.TLS.register(fs)
 	fs.StringVar(&cfg.RaftAddr, "raft-addr", cfg.RaftAddr, "Raft `address`")
 	fs.StringVar(&cfg.Advertise, "advertise", "", "client `address` the other nodes and redirected clients use, if not --listen")
 	fs.StringVar(&cfg.RaftAdvertise, "raft-advertise", "", "Raft `address` the other nodes dial, if not --raft-addr")
@@ -246,6 +257,9 @@ func applyConfigFile(fs *flag.FlagSet, path string, fromFlags map[string]bool) e
 		}
 		if value == "" && key == "bootstrap" {
 			value = "true"
+		}
+		if value == `""` { // as in Redis's files: `listen ""` turns the port off
+			value = ""
 		}
 		if err := fs.Set(key, value); err != nil {
 			return fmt.Errorf("%w: %s:%d: %s: %v", ErrConfig, path, line, key, err)

@@ -73,12 +73,18 @@ func (s *Server) infoSection(sec string) [][2]string {
 	utoa := func(n uint64) string { return strconv.FormatUint(n, 10) }
 	switch sec {
 	case "server":
-		_, port, _ := net.SplitHostPort(s.ln.Addr().String())
+		port := func(ln net.Listener) string { // Redis: 0 for a port that is off
+			if ln == nil {
+				return "0"
+			}
+			_, p, _ := net.SplitHostPort(ln.Addr().String())
+			return p
+		}
 		up := time.Since(s.started)
 		return [][2]string{
 			{"redis_version", redisVersion}, {"fenced_version", Version}, {"redis_mode", "standalone"},
 			{"os", runtime.GOOS + " " + runtime.GOARCH}, {"go_version", runtime.Version()},
-			{"process_id", strconv.Itoa(os.Getpid())}, {"run_id", s.cfg.ID}, {"tcp_port", port},
+			{"process_id", strconv.Itoa(os.Getpid())}, {"run_id", s.cfg.ID}, {"tcp_port", port(s.ln)}, {"tls_port", port(s.tlsLn)},
 			{"uptime_in_seconds", itoa(int64(up.Seconds()))}, {"uptime_in_days", itoa(int64(up.Hours() / 24))},
 		}
 	case "clients":

@@ -35,21 +35,33 @@ type Server struct {
 	settled atomic.Bool
 	table   *commands.Table
 	rs      *resp.Server
-	ln      net.Listener
+	ln      net.Listener // the plaintext client port; nil with --listen ""
+	tlsLn   net.Listener // the TLS client port; nil without --tls-listen
+	tls     *clientTLS
 	// peerRS serves the forwarding links other nodes open on the peer
 	// channel (raftstore's link listener).
-	peerRS  *resp.Server
+	peerRS *resp.Server
 	started time.Time
 	stats   stats
 	cmds    map[string]handlerFunc
 	auth    authenticator // who a connection is, what it may run (auth.go)
 }
 
-// Start opens the node and starts serving clients on cfg.Listen. It
-// returns once the listener is bound; Addr tells where.
+// Start opens the node and starts serving clients on cfg.Listen and
+// cfg.TLS.Listen. It returns once the listeners are bound; Addr and
+// TLSAddr tell where.
 func Start(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	var ctls *clientTLS
+	if cfg.TLS.Listen != "" {
+		// Read the certificate, key and CA before anything else: a bad
+		// file refuses to start, naming it.
+		var err error
+		if ctls, err = loadClientTLS(cfg.TLS); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -58,7 +70,7 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, waits: w, lists: newListWaits(), pubsub: newPubsub(), fwd: newForwarder(cfg.ID), table: commands.New(), started: time.Now(),
+	s := &Server{cfg: cfg, log: cfg.Logger, tls: ctls, waits: w, lists: newListWaits(), pubsub: newPubsub(), fwd: newForwarder(cfg.ID), table: commands.New(), started: time.Now(),
 		auth: authenticator{pass: cfg.RequirePass}}
 	s.clock = session.NewClock(0)
 	s.clock.SetWallOffset(cfg.ClockOffset)
@@ -71,18 +83,16 @@ func Start(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("server: listen: %w", err)
+	if err := s.listen(); err != nil {
+		return nil, err
 	}
-	s.ln = ln
 	node, err := raftstore.Open(raftstore.Config{
 		ID: cfg.ID, RaftAddr: cfg.RaftAddr, RaftAdvertise: cfg.RaftAdvertise, Dir: cfg.Data, Bootstrap: cfg.Bootstrap && cfg.Join == "",
 		State: cfg.State, Clock: s.clock, Observer: s, Logger: cfg.Logger, PeerTLS: peerTLS,
 		SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs,
 	})
 	if err != nil {
-		ln.Close()
+		s.closeListeners()
 		return nil, err
 	}
 	s.node = node
@@ -108,17 +118,62 @@ func (n tickerNode) NextDeadline() (int64, bool)    { return n.s.node.NextDeadli
 func (n tickerNode) CanPropose() bool               { return n.s.node.CanPropose() }
 func (n tickerNode) Tick(ctx context.Context) error { return n.s.node.Tick(ctx) }
 
+// listen binds the client ports: plaintext, TLS, or both.
+func (s *Server) listen() error {
+	if s.cfg.Listen != "" {
+		ln, err := net.Listen("tcp", s.cfg.Listen)
+		if err != nil {
+			return fmt.Errorf("server: listen: %w", err)
+		}
+		s.ln = ln
+	}
+	if s.tls != nil {
+		ln, err := s.tls.listen()
+		if err != nil {
+			s.closeListeners()
+			return err
+		}
+		s.tlsLn = ln
+	}
+	return nil
+}
+
+func (s *Server) closeListeners() {
+	for _, ln := range []net.Listener{s.ln, s.tlsLn} {
+		if ln != nil {
+			ln.Close()
+		}
+	}
+}
+
 // clientAddr is the client address this node gives other nodes and
-// redirected clients.
+// redirected clients (the member table, -MOVED, CLUSTER SLOTS): the
+// plaintext port's when there is one, since the table holds one address
+// and other nodes' links and --join dial it in plaintext; the TLS port's
+// when it is the only one.
 func (s *Server) clientAddr() string {
 	if s.cfg.Advertise != "" {
 		return s.cfg.Advertise
 	}
-	return s.ln.Addr().String()
+	return s.Addr().String()
 }
 
-// Addr is the address clients connect to.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+// Addr is the address clients connect to: the plaintext port, or the TLS
+// port if plaintext is off.
+func (s *Server) Addr() net.Addr {
+	if s.ln != nil {
+		return s.ln.Addr()
+	}
+	return s.tlsLn.Addr()
+}
+
+// TLSAddr is the TLS client port's address, nil without one.
+func (s *Server) TLSAddr() net.Addr {
+	if s.tlsLn == nil {
+		return nil
+	}
+	return s.tlsLn.Addr()
+}
 
 // Applied is the raftstore.Observer: it advances the clock, answers waiting
 // FLOCKs, wakes BLPOPs, delivers messages and wakes the ticker.
@@ -158,16 +213,31 @@ func (s *Server) Serve(ctx context.Context) error {
 			stopTicker()
 			<-tickerDone
 			s.node.Close()
-			s.ln.Close()
+			s.closeListeners()
 			return err
 		}
 		metrics = m
 	}
-	s.log.Info("fenced serving", "listen", s.ln.Addr().String(), "raft", s.node.RaftAddr(), "data", s.cfg.Data, "id", s.cfg.ID)
-	errc := make(chan error, 3)
-	go func() { errc <- s.rs.Serve(s.ln) }()
+	plain := ""
+	if s.ln != nil {
+		plain = s.ln.Addr().String()
+	}
+	serving := []any{"listen", plain, "raft", s.node.RaftAddr(), "data", s.cfg.Data, "id", s.cfg.ID}
+	if s.tlsLn != nil {
+		serving = append(serving, "tls", s.tlsLn.Addr().String(), "tls_auth_clients", s.cfg.TLS.AuthClients)
+	}
+	s.log.Info("fenced serving", serving...)
+	errc := make(chan error, 4)
+	for _, ln := range []net.Listener{s.ln, s.tlsLn} {
+		if ln != nil {
+			go func() { errc <- s.rs.Serve(ln) }()
+		}
+	}
 	if ln := s.node.LinkListener(); ln != nil {
 		go func() { errc <- s.peerRS.Serve(ln) }()
+	}
+	if s.tls != nil && s.cfg.Reload != nil {
+		go s.reloadTLS(tctx)
 	}
 	if s.cfg.Join != "" && !s.node.Existing() {
 		go func() {
@@ -218,8 +288,11 @@ func (s *Server) Serve(ctx context.Context) error {
 // goroutine's stack, so a stop never hangs and a slow one says where.
 const ShutdownBound = 10 * time.Second
 
-// Run starts a node with cfg and serves until ctx is cancelled.
+// Run starts a node with cfg and serves until ctx is cancelled. With a TLS
+// port, SIGHUP reloads its certificate, key and CA (notifyReload).
 func Run(ctx context.Context, cfg Config) error {
+	stop := notifyReload(&cfg)
+	defer stop()
 	s, err := Start(cfg)
 	if err != nil {
 		return err

@@ -132,6 +132,7 @@ type compatSummary struct {
 	Client       string     `json:"client"`
 	Redlock      string     `json:"redlock"`
 	RedisPy      string     `json:"redis_py"`
+	TLS          string     `json:"tls"` // the TLS version negotiated, "" without TLS
 
 	elapsed time.Duration
 }
@@ -225,6 +226,16 @@ func checkFenceTokens(t testing.TB, tgt *compatTarget, sum compatSummary, want i
 // increase in the order the holders held the lock.
 func checkContention(t testing.TB, tgt *compatTarget, sums []compatSummary, counter string, want int) {
 	t.Helper()
+	got, err := compatClient(t, tgt.leader).Get(tctx(t), counter).Result()
+	if err != nil {
+		t.Fatalf("GET %s: %v", counter, err)
+	}
+	checkContentionValue(t, tgt, sums, counter, got, want)
+}
+
+// checkContentionValue is checkContention given the counter's value.
+func checkContentionValue(t testing.TB, tgt *compatTarget, sums []compatSummary, counter, got string, want int) {
+	t.Helper()
 	total, contended := 0, 0
 	var recs [][2]int64
 	for _, s := range sums {
@@ -237,10 +248,6 @@ func checkContention(t testing.TB, tgt *compatTarget, sums []compatSummary, coun
 	}
 	if total != want {
 		t.Fatalf("%d acquisitions, want %d", total, want)
-	}
-	got, err := compatClient(t, tgt.leader).Get(tctx(t), counter).Result()
-	if err != nil {
-		t.Fatalf("GET %s: %v", counter, err)
 	}
 	if got != strconv.Itoa(total) {
 		t.Errorf("counter %s = %s after %d lock-protected increments: holders overlapped", counter, got, total)

@@ -17,6 +17,9 @@
 //                              each taking P:lock M times and incrementing
 //                              P:counter with GET then SET inside it
 //   --start-at MS              contention: start at this Unix time in ms
+//   --tls-ca FILE              connect over TLS, verifying the server against
+//                              the CA (and its address against the certificate)
+//   --tls-cert FILE --tls-key FILE  with --tls-ca: present this client certificate
 //
 // Prints one JSON object as the last line of stdout and exits 0; a failed
 // check prints "FAIL: ..." on stderr and exits 1; exit code 3 means the
@@ -51,6 +54,9 @@ function parseArgs(argv) {
     workers: 3,
     iterations: 10,
     startAt: 0,
+    tlsCA: "",
+    tlsCert: "",
+    tlsKey: "",
   };
   for (let i = 1; i < argv.length; i++) {
     const a = argv[i];
@@ -67,6 +73,9 @@ function parseArgs(argv) {
     else if (a === "--workers") out.workers = Number(val());
     else if (a === "--iterations") out.iterations = Number(val());
     else if (a === "--start-at") out.startAt = Number(val());
+    else if (a === "--tls-ca") out.tlsCA = val();
+    else if (a === "--tls-cert") out.tlsCert = val();
+    else if (a === "--tls-key") out.tlsKey = val();
     else usage(`unknown argument ${a}`);
   }
   if (!["basic", "contention"].includes(out.mode)) usage(`unknown mode ${out.mode}`);
@@ -74,6 +83,9 @@ function parseArgs(argv) {
   if (!["ioredis", "ioredis5"].includes(out.client)) usage(`unknown client ${out.client}`);
   if (!["4", "5"].includes(out.redlock)) usage(`unknown redlock ${out.redlock}`);
   if (![2, 3].includes(out.protocol)) usage(`unknown protocol ${out.protocol}`);
+  if ((out.tlsCert || out.tlsKey) && !(out.tlsCA && out.tlsCert && out.tlsKey)) {
+    usage("--tls-cert and --tls-key go together, with --tls-ca");
+  }
   return out;
 }
 
@@ -110,6 +122,14 @@ async function connect(addr) {
     connectTimeout: 5000,
     retryStrategy: (times) => (times > 3 ? null : 200),
   };
+  if (args.tlsCA) {
+    const fs = require("fs");
+    opts.tls = { ca: fs.readFileSync(args.tlsCA) };
+    if (args.tlsCert) {
+      opts.tls.cert = fs.readFileSync(args.tlsCert);
+      opts.tls.key = fs.readFileSync(args.tlsKey);
+    }
+  }
   if (args.client === "ioredis") {
     opts.protocol = args.protocol;
   } else if (args.protocol !== 2) {
@@ -127,6 +147,11 @@ async function connect(addr) {
     check(proto === args.protocol, `negotiated protocol ${args.protocol}`, proto);
   }
   return c;
+}
+
+// tlsVersion is the TLS version a connection negotiated ("" without TLS).
+function tlsVersion(c) {
+  return c.stream && typeof c.stream.getProtocol === "function" ? c.stream.getProtocol() || "" : "";
 }
 
 // lockAPI hides the naming differences of redlock 5 (acquire/extend/release,
@@ -260,11 +285,13 @@ async function basic() {
   }
 
   check(unexpected.length === 0, "no connection or redlock errors", unexpected);
+  const tls = tlsVersion(c);
   await api.rl.quit();
   await api2.rl.quit();
   return {
     mode: "basic",
     checks,
+    tls,
     fence: tokens,
     client: `ioredis@${clientVersion}`,
     redlock: `redlock@${redlockVersion}`,
@@ -310,9 +337,11 @@ async function contention() {
   // A refused acquire (redlock 5) is reported as a ResourceLockedError event,
   // which the handler ignores; anything else is unexpected.
   check(unexpected.length === 0, "no connection or redlock errors", unexpected);
+  const tls = tlsVersion(workers[0].c);
   for (const { api } of workers) await api.rl.quit();
   return {
     mode: "contention",
+    tls,
     acquisitions: records.length,
     contended,
     records,

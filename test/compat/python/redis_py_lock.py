@@ -3,9 +3,14 @@
 
 Run by test/compat_python_test.go. Usage:
 
-  redis_py_lock.py basic  --addr HOST:PORT [--protocol 2|3] [--fence] --prefix P
-  redis_py_lock.py worker --addr HOST:PORT [--protocol 2|3] [--fence] --prefix P
+  redis_py_lock.py basic  --addr HOST:PORT [--protocol 2|3] [--fence] --prefix P [TLS]
+  redis_py_lock.py worker --addr HOST:PORT [--protocol 2|3] [--fence] --prefix P [TLS]
                           --id N --iterations N [--start-at UNIX_SECONDS]
+
+TLS is --tls-ca FILE [--tls-cert FILE --tls-key FILE]: connect with
+ssl=True, verifying the server against the CA (and its address against the
+certificate), presenting the client certificate if given; the summary then
+reports the negotiated version as "tls".
 
 basic runs every Lock operation once and checks the result of each; worker
 takes the lock <prefix>:lock N times and, inside it, increments the plain key
@@ -56,9 +61,28 @@ def connect(args):
         print("UNSUPPORTED: redis-py %s has no protocol=%d (RESP3 needs redis-py >= 5)"
               % (redis.__version__, args.protocol), file=sys.stderr)
         sys.exit(3)
+    if args.tls_ca:
+        kw.update(ssl=True, ssl_ca_certs=args.tls_ca, ssl_cert_reqs="required")
+        if "ssl_check_hostname" in inspect.signature(redis.Redis.__init__).parameters:
+            kw["ssl_check_hostname"] = True
+        if args.tls_cert:
+            kw.update(ssl_certfile=args.tls_cert, ssl_keyfile=args.tls_key)
     r = redis.Redis(**kw)
     check(r.ping() is True, "PING")
     return r
+
+
+def tls_version(r):
+    """The TLS version of one of r's connections ("" without TLS)."""
+    try:
+        conn = r.connection_pool.get_connection()
+    except TypeError:  # redis-py < 5.3 needs a command name
+        conn = r.connection_pool.get_connection("PING")
+    try:
+        sock = conn._sock
+        return sock.version() if hasattr(sock, "version") else ""
+    finally:
+        r.connection_pool.release(conn)
 
 
 def fence(r, key):
@@ -212,7 +236,7 @@ def basic(args):
     g.release()
 
     return {"mode": "basic", "checks": checks, "fence": tokens,
-            "redis_py": redis.__version__, "protocol": args.protocol}
+            "redis_py": redis.__version__, "protocol": args.protocol, "tls": tls_version(r)}
 
 
 def worker(args):
@@ -239,7 +263,8 @@ def worker(args):
         records.append([n, token])
         lk.release()  # raises LockNotOwnedError if the lock was lost
     return {"mode": "worker", "id": args.id, "acquisitions": len(records),
-            "contended": contended, "records": records, "checks": checks}
+            "contended": contended, "records": records, "checks": checks,
+            "tls": tls_version(r)}
 
 
 def main():
@@ -252,7 +277,12 @@ def main():
     p.add_argument("--id", type=int, default=0)
     p.add_argument("--iterations", type=int, default=20)
     p.add_argument("--start-at", type=float, default=0)
+    p.add_argument("--tls-ca", default="")
+    p.add_argument("--tls-cert", default="")
+    p.add_argument("--tls-key", default="")
     args = p.parse_args()
+    if (args.tls_cert or args.tls_key) and not (args.tls_ca and args.tls_cert and args.tls_key):
+        p.error("--tls-cert and --tls-key go together, with --tls-ca")
     try:
         out = basic(args) if args.mode == "basic" else worker(args)
     except CheckFailed as e:
