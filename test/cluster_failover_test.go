@@ -540,10 +540,16 @@ func TestClusterLeaderKill(t *testing.T) {
 			return err == nil && st.fields["role"] == "follower" && st.fields["leader_id"] != "" &&
 				st.fields["node_id"] == ids[leader] && st.fields["voters"] == "3"
 		})
-		st := mustRaftStatus(t, leader)
-		if !slices.Equal(st.members(), before.members()) {
-			t.Errorf("after its restart %s sees members %v, want %v as before the kill", ids[leader], st.members(), before.members())
-		}
+		// The member table is replicated state: the restarted node has it
+		// once it has applied the log up to the leader's commit index,
+		// which may come a moment after it first hears from the leader.
+		var st raftStatus
+		applied := time.Now()
+		eventually(t, 10*time.Second, "the restarted node to see the members as before", func() bool {
+			st = mustRaftStatus(t, leader)
+			return slices.Equal(st.members(), before.members())
+		})
+		t.Logf("kill %d: the member table %v after following", rep+1, time.Since(applied).Round(time.Millisecond))
 		t.Logf("kill %d: %s restarted and follows %s in %v", rep+1, ids[leader], st.fields["leader_id"], time.Since(rs).Round(time.Millisecond))
 	}
 	waitProgress(200, "load after the last restart")
