@@ -84,10 +84,10 @@ func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 	switch {
 	case err != nil:
 		v = errorReply(err)
-	case spec.Has(commands.Peer) && !fromPeer(c):
-		v = errorReply(ErrPeerOnly)
 	case !s.mayRun(c, spec):
 		v = errorReply(ErrNoAuth)
+	case spec.Has(commands.Peer) && !fromPeer(c):
+		v = errorReply(ErrPeerOnly)
 	case s.listening(c):
 		v = s.inSubscribedMode(c, spec.Name)
 		if v.Kind() == resp.KindInvalid {
