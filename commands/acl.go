@@ -83,7 +83,7 @@ var groups = map[string]Cats{
 	"eval": CatScripting, "evalsha": CatScripting, "script": CatScripting,
 	"publish": CatPubsub, "subscribe": CatPubsub, "unsubscribe": CatPubsub,
 	"raft.snapshot": CatAdmin, "raft.status": CatAdmin, "raft.hash": CatAdmin, "raft.join": CatAdmin,
-	"raft.remove": CatAdmin, "raft.transfer": CatAdmin, "raft.propose": CatAdmin, "raft.link": CatAdmin,
+	"raft.remove": CatAdmin, "raft.transfer": CatAdmin, "raft.propose": CatAdmin, "raft.link": CatAdmin, "raft.user": CatAdmin,
 	"cluster": CatConnection, "ping": CatConnection, "echo": CatConnection, "auth": CatConnection,
 	"hello": CatConnection, "select": CatConnection, "quit": CatConnection, "reset": CatConnection,
 	"client": CatConnection, "command": CatConnection, "info": CatConnection, "time": CatConnection,

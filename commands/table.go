@@ -181,6 +181,7 @@ func New() *Table {
 		// link connection, marked by RAFT.LINK so it is never forwarded on.
 		{"raft.propose", 2, Write | Admin | Peer, "Propose an encoded entry (forwarding between nodes)", "entry"},
 		{"raft.link", 2, Admin | Conn | Peer, "Mark this connection as a forwarding link from a node", "node-id"},
+		{"raft.user", 2, Admin | Conn | Peer, "Answer the commands that follow on this link as the given user", "user"},
 		{"cluster", -2, Conn, "Redis Cluster view with the leader as master of all slots", "SLOTS|SHARDS|NODES|INFO|MYID"},
 		// Connection (SPEC section 4).
 		{"ping", -1, Conn, "Reply PONG or the message", "[message]"},
@@ -195,6 +196,7 @@ func New() *Table {
 		{"info", -1, Conn, "Reply server information", "[section ...]"},
 		{"time", 1, Conn, "Reply the server's wall-clock time", ""},
 		{"role", 1, Conn, "Reply this node's replication role", ""},
+		{"acl", -2, Conn, "Manage ACL users, replicated through the log", "SETUSER|DELUSER|GETUSER|LIST|USERS|WHOAMI|CAT|DRYRUN|LOG ..."},
 	}
 	specs := make([]Spec, len(rows))
 	t := &Table{byName: make(map[string]*Spec, len(specs))}

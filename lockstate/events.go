@@ -23,6 +23,9 @@ type Events struct {
 	Wakes    []Wake
 	Pushed   []string
 	Messages []Message
+	// UsersChanged says an entry changed the ACL users: every node
+	// refreshes what it checks connections against.
+	UsersChanged bool
 }
 
 // Add appends the events of r.
@@ -30,4 +33,5 @@ func (ev *Events) Add(r *Result) {
 	ev.Wakes = append(ev.Wakes, r.Wakes...)
 	ev.Pushed = append(ev.Pushed, r.Pushed...)
 	ev.Messages = append(ev.Messages, r.Messages...)
+	ev.UsersChanged = ev.UsersChanged || r.UsersChanged
 }

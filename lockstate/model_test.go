@@ -112,6 +112,7 @@ func (m *model) apply(index uint64, e Entry) Result {
 		if u != nil {
 			u.Apply(e.Args)
 			m.users[e.Name] = u
+			r.UsersChanged = true
 		}
 	case OpACLDelUser:
 		if slices.Contains(e.Args, "default") {
@@ -124,6 +125,7 @@ func (m *model) apply(index uint64, e Entry) Result {
 				r.Int++
 			}
 		}
+		r.UsersChanged = r.Int > 0
 	case OpFlock:
 		r = m.flock(e, now)
 	case OpFunlock:

@@ -176,6 +176,9 @@ func (e scriptEnv) Call(args []string) reply.Value {
 	case spec.Has(commands.Blocking): // BLPOP is noscript in Redis 7
 		return reply.Error(script.ErrNotAllowed)
 	}
+	if err := e.s.permitted(spec, a); err != nil {
+		return reply.ErrorOf(err)
+	}
 	switch spec.Name {
 	case "time":
 		// The entry's wall clock: Unix time, one frozen instant for the

@@ -38,6 +38,7 @@ type State struct {
 	index    uint64              // log index of the entry; the token of its grants
 	now      int64               // cluster time of the entry
 	unix     int64               // Unix ms of the entry: wall, or now in an entry without one
+	user     string              // the ACL user the entry acts for ("" = default)
 	walled   bool                // the entry carries a wall clock
 	dirty    map[string]struct{} // keys of records changed by this entry
 	wakes    []Wake
@@ -167,7 +168,7 @@ func (s *State) Apply(index uint64, e Entry, w Writer) (Result, error) {
 // entries of the batch, say). After the Flush the storage holds what Apply
 // entry by entry would have left.
 func (s *State) Step(index uint64, e Entry) Result {
-	s.index = index
+	s.index, s.user = index, e.User
 	// Time never goes backwards: a new leader's clock, or a stale proposal,
 	// cannot undo an expiry or stretch a deadline already passed.
 	now := max(e.Time, s.time)

@@ -158,6 +158,8 @@ type Result struct {
 	// the node that applies the entry and are not encoded.
 	Pushed   []string
 	Messages []Message
+	// UsersChanged: the entry set or deleted ACL users (not encoded).
+	UsersChanged bool
 }
 
 // Member is a cluster member as recorded by OpNodeJoin and OpNodeRemove. A

@@ -2,11 +2,12 @@ package server
 
 import (
 	"crypto/sha256"
-	"crypto/subtle"
+	"encoding/hex"
 	"net"
 	"net/http"
 	"time"
 
+	"github.com/fenced/fenced/acl"
 	"github.com/fenced/fenced/commands"
 	"github.com/fenced/fenced/internal/plant"
 	"github.com/fenced/fenced/reply"
@@ -41,17 +42,53 @@ func HashPassword(pass string) PasswordHash { return sha256.Sum256([]byte(pass))
 // guesses offline.
 func (PasswordHash) String() string { return "PasswordHash(redacted)" }
 
-// authenticator answers who a connection may be and what it may run. It
-// knows one user today, "default", whose password is --requirepass or
-// none; ACL users (SPEC section 7) will answer check and may from the
-// replicated user table instead, and the rest of the server asks only
-// these two questions.
+// authenticator answers who a connection may be and what it may run: the
+// ACL users the cluster replicates (ACL SETUSER), and the default user,
+// which without a record of its own has every permission and the password
+// of --requirepass, or none.
 type authenticator struct {
-	pass *PasswordHash // the default user's; nil: it has none (Redis's nopass)
+	pass  *PasswordHash // the default user's; nil: it has none (Redis's nopass)
+	users *userCache    // the replicated users; nil: none (unit tests)
+	def   *acl.User     // the default user without a record (newAuthenticator)
 }
 
-// required reports whether connections start unauthenticated.
-func (a authenticator) required() bool { return a.pass != nil }
+func newAuthenticator(pass *PasswordHash, users *userCache) authenticator {
+	a := authenticator{pass: pass, users: users}
+	a.def = a.defaultUser()
+	return a
+}
+
+// defaultUser is the default user as --requirepass makes it.
+func (a authenticator) defaultUser() *acl.User {
+	h := ""
+	if a.pass != nil {
+		h = hex.EncodeToString(a.pass[:])
+	}
+	return acl.Default(h)
+}
+
+// user returns user name as the cluster has it.
+func (a authenticator) user(name string) (*acl.User, bool) {
+	if a.users != nil {
+		if u, ok := a.users.get(name); ok {
+			return u, true
+		}
+	}
+	switch {
+	case name != defaultUser:
+		return nil, false
+	case a.def != nil:
+		return a.def, true
+	}
+	return a.defaultUser(), true
+}
+
+// required reports whether connections start unauthenticated: unless the
+// default user is on without a password.
+func (a authenticator) required() bool {
+	u, _ := a.user(defaultUser)
+	return !u.On || !u.NoPass
+}
 
 // initialUser is the user a new connection (or one after RESET) is
 // authenticated as: "default" when it has no password, else none ("").
@@ -67,13 +104,15 @@ func (a authenticator) initialUser() string {
 // compared in constant time, so the time taken tells nothing about how
 // close a guess was.
 func (a authenticator) check(user, pass []byte) bool {
-	if a.pass == nil {
-		return string(user) == defaultUser
+	u, ok := a.user(string(user))
+	if !ok {
+		// The same work as for a user that exists, so that the time
+		// taken does not tell which names exist.
+		u = &acl.User{On: true, Passwords: []string{""}}
+		u.CheckPassword(string(pass))
+		return false
 	}
-	got := sha256.Sum256(pass)
-	passOK := subtle.ConstantTimeCompare(got[:], a.pass[:])
-	userOK := subtle.ConstantTimeCompare(user, []byte(defaultUser))
-	return passOK&userOK == 1
+	return u.CheckPassword(string(pass))
 }
 
 // may reports whether a connection authenticated as user ("" = not yet)
@@ -90,13 +129,17 @@ func (s *Server) userOf(c *resp.Conn) string {
 	return s.auth.initialUser()
 }
 
-// mayRun is the dispatcher's gate (ServeRESP): the one place a command is
-// checked against the connection's user.
-func (s *Server) mayRun(c *resp.Conn, spec *commands.Spec) bool {
+// gate is the dispatcher's check (ServeRESP): the one place a command is
+// checked against the connection's user, first whether it has
+// authenticated, then what its ACL allows (permit).
+func (s *Server) gate(c *resp.Conn, spec *commands.Spec, args [][]byte) error {
 	if plant.On(plant.AuthSkipped) {
-		return true // the planted bug: the gate lets every command through
+		return nil // the planted bug: the gate lets every command through
 	}
-	return s.auth.may(s.userOf(c), spec)
+	if !s.auth.may(s.userOf(c), spec) {
+		return ErrNoAuth
+	}
+	return s.permit(c, spec, args)
 }
 
 // preAuthLimits are the reader limits of a connection that has not

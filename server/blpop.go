@@ -84,6 +84,7 @@ func (s *Server) blpop(c *resp.Conn, args [][]byte) resp.Value {
 	}
 	keys := make([]string, len(args)-2)
 	entry := lockstate.Entry{Op: lockstate.OpExec, Args: make([]string, len(args))}
+	entry.User, entry.AsAdmin = s.actor(c)
 	for i, a := range args {
 		entry.Args[i] = string(a)
 		if i > 0 && i < len(args)-1 {

@@ -105,6 +105,25 @@ func newForwarder(self string) *forwarder {
 // the reply was lost after sending. It never resends a command that may
 // have reached the leader.
 func (f *forwarder) do(ctx context.Context, addr string, timeout time.Duration, args ...[]byte) (resp.Value, error) {
+	return f.send(ctx, addr, timeout, func(ctx context.Context, c *resp.Client) (resp.Value, error) { return c.Do(ctx, args...) })
+}
+
+// doAs is do for a command of user: RAFT.USER goes ahead of it, in the
+// same write, so the leader answers it as that user.
+func (f *forwarder) doAs(ctx context.Context, addr string, timeout time.Duration, user string, args ...[]byte) (resp.Value, error) {
+	return f.send(ctx, addr, timeout, func(ctx context.Context, c *resp.Client) (resp.Value, error) {
+		vs, err := c.Pipeline(ctx, [][][]byte{{[]byte("RAFT.USER"), []byte(user)}, args})
+		if err != nil {
+			return resp.Value{}, err
+		}
+		if vs[0].IsError() {
+			return vs[0], nil
+		}
+		return vs[1], nil
+	})
+}
+
+func (f *forwarder) send(ctx context.Context, addr string, timeout time.Duration, roundTrip func(context.Context, *resp.Client) (resp.Value, error)) (resp.Value, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for fresh := false; ; fresh = true {
@@ -112,7 +131,7 @@ func (f *forwarder) do(ctx context.Context, addr string, timeout time.Duration, 
 		if err != nil {
 			return resp.Value{}, fmt.Errorf("%w: %v", resp.ErrNotSent, err)
 		}
-		v, err := c.Do(ctx, args...)
+		v, err := roundTrip(ctx, c)
 		if err == nil && !c.Broken() {
 			f.put(addr, c)
 			return v, nil
@@ -245,12 +264,12 @@ func (s *Server) submit(ctx context.Context, e lockstate.Entry) (lockstate.Resul
 // forwardRaw sends a whole command to the leader and relays its reply: for
 // reads, which the leader must serve, and membership commands. A failure is
 // never uncertain for a read; for a membership change it is.
-func (s *Server) forwardRaw(ctx context.Context, addr string, write bool, args [][]byte) resp.Value {
+func (s *Server) forwardRaw(ctx context.Context, addr, user string, write bool, args [][]byte) resp.Value {
 	timeout := readTimeout
 	if write {
 		timeout = proposeTimeout
 	}
-	v, err := s.fwd.do(ctx, addr, timeout, args...)
+	v, err := s.fwd.doAs(ctx, addr, timeout, user, args...)
 	switch {
 	case err == nil:
 		return v

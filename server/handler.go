@@ -51,6 +51,8 @@ func (s *Server) nativeHandlers() map[string]handlerFunc {
 		"raft.transfer":     s.raftTransfer,
 		"raft.propose":      s.raftPropose,
 		"raft.link":         s.raftLink,
+		"raft.user":         s.raftUser,
+		"acl":               s.aclCmd,
 		"cluster":           s.cluster,
 		"ping":              s.ping,
 		"echo":              s.echo,
@@ -79,15 +81,16 @@ func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 	spec, err := s.table.Check(args)
 	if err == nil {
 		s.stats.calls[spec.Name].Add(1)
+		// Who may run it: -NOAUTH, then the user's ACL (-NOPERM), then
+		// node-to-node commands kept to the peer channel.
+		if err = s.gate(c, spec, args); err == nil && spec.Has(commands.Peer) && !fromPeer(c) {
+			err = ErrPeerOnly
+		}
 	}
 	var v resp.Value
 	switch {
 	case err != nil:
 		v = errorReply(err)
-	case !s.mayRun(c, spec):
-		v = errorReply(ErrNoAuth)
-	case spec.Has(commands.Peer) && !fromPeer(c):
-		v = errorReply(ErrPeerOnly)
 	case s.listening(c):
 		v = s.inSubscribedMode(c, spec.Name)
 		if v.Kind() == resp.KindInvalid {
@@ -146,7 +149,7 @@ func (s *Server) onLeader(c *resp.Conn, spec *commands.Spec, args [][]byte) resp
 	case err != nil:
 		return errorReply(err)
 	case addr != "":
-		return s.forwardRaw(c.Context(), addr, spec.Has(commands.Write), args)
+		return s.forwardRaw(c.Context(), addr, s.userOf(c), spec.Has(commands.Write), args)
 	default:
 		return s.cmds[spec.Name](c, args)
 	}

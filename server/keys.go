@@ -12,17 +12,19 @@ import (
 // clock the leader stamps into the entry, so no replica reads a clock.
 
 func (s *Server) execWrite(c *resp.Conn, args [][]byte) resp.Value {
-	return s.proposeAhead(c, execEntry(args), execReply)
+	return s.proposeAhead(c, s.execEntry(c, args), execReply)
 }
 
 // execEntry is the entry of a keyspace write: its arguments, which every
-// replica's state machine runs.
-func execEntry(args [][]byte) lockstate.Entry {
+// replica's state machine runs, for c's user.
+func (s *Server) execEntry(c *resp.Conn, args [][]byte) lockstate.Entry {
 	strs := make([]string, len(args))
 	for i, a := range args {
 		strs[i] = string(a)
 	}
-	return lockstate.Entry{Op: lockstate.OpExec, Args: strs}
+	e := lockstate.Entry{Op: lockstate.OpExec, Args: strs}
+	e.User, e.AsAdmin = s.actor(c)
+	return e
 }
 
 func execReply(res lockstate.Result) resp.Value {

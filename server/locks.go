@@ -17,6 +17,7 @@ func (s *Server) flock(c *resp.Conn, args [][]byte) resp.Value {
 		return errorReply(err)
 	}
 	e := lockstate.Entry{Op: lockstate.OpFlock, Lock: r.Lock, Session: r.Session, Owner: r.Owner, Wait: r.Wait, Limit: r.Limit, Req: r.Req}
+	e.User, e.AsAdmin = s.actor(c)
 	if r.Wait == commands.NoWait {
 		e.Wait = lockstate.NoWait
 		return s.proposeAhead(c, e, resultReply)
@@ -69,7 +70,9 @@ func (s *Server) funlock(c *resp.Conn, args [][]byte) resp.Value {
 	if err != nil {
 		return errorReply(err)
 	}
-	return s.proposeAhead(c, lockstate.Entry{Op: lockstate.OpFunlock, Lock: r.Lock, Session: r.Session, Owner: r.Owner, Fence: r.Fence, Req: r.Req}, resultReply)
+	e := lockstate.Entry{Op: lockstate.OpFunlock, Lock: r.Lock, Session: r.Session, Owner: r.Owner, Fence: r.Fence, Req: r.Req}
+	e.User, e.AsAdmin = s.actor(c)
+	return s.proposeAhead(c, e, resultReply)
 }
 
 func (s *Server) forceUnlock(c *resp.Conn, args [][]byte) resp.Value {
@@ -92,19 +95,28 @@ func (s *Server) fence(c *resp.Conn, args [][]byte) resp.Value {
 
 func (s *Server) lockInfo(c *resp.Conn, args [][]byte) resp.Value {
 	name := string(args[1])
+	user, admin := s.actor(c)
 	return s.read(c.Context(), func(st *lockstate.State, now int64) resp.Value {
 		li := st.LockInfo(name, now)
+		// A session id is the only credential a session has: it is shown
+		// only to its user, or an admin.
+		shown := func(id string) resp.Value {
+			if owner, ok := st.SessionUser(id); admin || ok && owner == user {
+				return resp.BulkString(id)
+			}
+			return resp.Null()
+		}
 		waiters := make([]resp.Value, len(li.Waiters))
 		for i, w := range li.Waiters {
 			waiters[i] = resp.Map(
-				resp.BulkString("session"), resp.BulkString(w.Session),
+				resp.BulkString("session"), shown(w.Session),
 				resp.BulkString("owner"), resp.BulkString(w.Owner),
 				resp.BulkString("remaining"), resp.Int(w.Remaining),
 			)
 		}
 		holder, owner, token := resp.Null(), resp.Null(), resp.Null()
 		if li.Holder != "" {
-			holder, owner, token = resp.BulkString(li.Holder), resp.BulkString(li.Owner), resp.Int(li.Token)
+			holder, owner, token = shown(li.Holder), resp.BulkString(li.Owner), resp.Int(li.Token)
 		}
 		return resp.Map(
 			resp.BulkString("holder"), holder,

@@ -85,7 +85,8 @@ func (s *Server) checkForwarded(e *lockstate.Entry, link string) error {
 			return fmt.Errorf("%w: node %q may only record itself", ErrForwarded, link)
 		}
 	case lockstate.OpSessionHeartbeat, lockstate.OpSessionKill, lockstate.OpFlock, lockstate.OpFunlock,
-		lockstate.OpCancelWait, lockstate.OpCancelWaits, lockstate.OpForceUnlock, lockstate.OpExec:
+		lockstate.OpCancelWait, lockstate.OpCancelWaits, lockstate.OpForceUnlock, lockstate.OpExec,
+		lockstate.OpACLSetUser, lockstate.OpACLDelUser:
 	default:
 		return fmt.Errorf("%w: op %d is not forwarded", ErrForwarded, e.Op)
 	}

@@ -214,7 +214,7 @@ func (s *Server) inSubscribedMode(c *resp.Conn, name string) resp.Value {
 // receivers it counts are this node's subscribers once its own apply has
 // delivered the message.
 func (s *Server) publish(c *resp.Conn, args [][]byte) resp.Value {
-	res, err := s.submit(c.Context(), execEntry(args))
+	res, err := s.submit(c.Context(), s.execEntry(c, args))
 	if v := answer(res, err, execReply); v.IsError() {
 		return v
 	}

@@ -40,11 +40,13 @@ type Server struct {
 	tls     *clientTLS
 	// peerRS serves the forwarding links other nodes open on the peer
 	// channel (raftstore's link listener).
-	peerRS *resp.Server
+	peerRS  *resp.Server
 	started time.Time
 	stats   stats
 	cmds    map[string]handlerFunc
 	auth    authenticator // who a connection is, what it may run (auth.go)
+	users   userCache     // the replicated ACL users (acl.go)
+	aclLog  aclLog        // this node's ACL refusals, for ACL LOG
 }
 
 // Start opens the node and starts serving clients on cfg.Listen and
@@ -70,8 +72,8 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, tls: ctls, waits: w, lists: newListWaits(), pubsub: newPubsub(), fwd: newForwarder(cfg.ID), table: commands.New(), started: time.Now(),
-		auth: authenticator{pass: cfg.RequirePass}}
+	s := &Server{cfg: cfg, log: cfg.Logger, tls: ctls, waits: w, lists: newListWaits(), pubsub: newPubsub(), fwd: newForwarder(cfg.ID), table: commands.New(), started: time.Now()}
+	s.auth = newAuthenticator(cfg.RequirePass, &s.users)
 	s.clock = session.NewClock(0)
 	s.clock.SetWallOffset(cfg.ClockOffset)
 	// The ticker exists before the node: the node reports applied entries
@@ -96,6 +98,8 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.node = node
+	s.users.node.Store(node)
+	s.users.reload()
 	s.fwd.dial = node.DialPeer
 	// Continue the cluster clock from the last applied entry: time spent
 	// down does not count towards any TTL.
@@ -179,6 +183,9 @@ func (s *Server) TLSAddr() net.Addr {
 // FLOCKs, wakes BLPOPs, delivers messages and wakes the ticker.
 func (s *Server) Applied(t int64, ev lockstate.Events) {
 	s.clock.Observe(t)
+	if ev.UsersChanged {
+		s.users.reload()
+	}
 	s.waits.deliver(ev.Wakes)
 	s.lists.notify(ev.Pushed, false)
 	s.pubsub.deliver(ev.Messages)
@@ -193,7 +200,10 @@ func (s *Server) Restored(applied uint64, read func(fn func(*lockstate.State))) 
 	// Operators (and the fault tests) look for this line: a node that lagged
 	// past the leader's log caught up by snapshot.
 	s.log.Info("installed a snapshot")
-	read(func(st *lockstate.State) { s.waits.resolveMissing(st, applied) })
+	read(func(st *lockstate.State) {
+		s.waits.resolveMissing(st, applied)
+		s.users.refresh(st)
+	})
 	s.lists.notify(nil, true)
 }
 

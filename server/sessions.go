@@ -18,24 +18,32 @@ func (s *Server) sessionOpen(c *resp.Conn, args [][]byte) resp.Value {
 	if err != nil {
 		return errorReply(err)
 	}
-	return s.proposeAhead(c, lockstate.Entry{
+	e := lockstate.Entry{
 		Op: lockstate.OpSessionOpen, Session: session.NewID(), TTL: ttl, Name: r.Name,
 		Created: s.wallNow().UnixMilli(),
-	}, resultReply)
+	}
+	// The session is the opening user's: only it may use it.
+	e.User, _ = s.actor(c)
+	return s.proposeAhead(c, e, resultReply)
 }
 
 func (s *Server) sessionHeartbeat(c *resp.Conn, args [][]byte) resp.Value {
-	return s.proposeAhead(c, lockstate.Entry{Op: lockstate.OpSessionHeartbeat, Session: string(args[1])}, resultReply)
+	e := lockstate.Entry{Op: lockstate.OpSessionHeartbeat, Session: string(args[1])}
+	e.User, e.AsAdmin = s.actor(c)
+	return s.proposeAhead(c, e, resultReply)
 }
 
 func (s *Server) sessionKill(c *resp.Conn, args [][]byte) resp.Value {
-	return s.proposeAhead(c, lockstate.Entry{Op: lockstate.OpSessionKill, Session: string(args[1])}, resultReply)
+	e := lockstate.Entry{Op: lockstate.OpSessionKill, Session: string(args[1])}
+	e.User, e.AsAdmin = s.actor(c)
+	return s.proposeAhead(c, e, resultReply)
 }
 
 func (s *Server) sessionInfo(c *resp.Conn, args [][]byte) resp.Value {
 	id := string(args[1])
+	user, admin := s.actor(c)
 	return s.read(c.Context(), func(st *lockstate.State, now int64) resp.Value {
-		si, err := st.SessionInfo(id, "", false, now)
+		si, err := st.SessionInfo(id, user, admin, now)
 		if err != nil {
 			return errorReply(err)
 		}

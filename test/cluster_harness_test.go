@@ -16,9 +16,10 @@ import (
 // cluster is a set of fenced processes on loopback that form one Raft
 // cluster: the first bootstraps it, the others join through it.
 type cluster struct {
-	t     testing.TB
-	nodes []*node
-	ids   []string
+	t        testing.TB
+	nodes    []*node
+	ids      []string
+	password string // what the tests' clients authenticate with ("" = none)
 }
 
 // startCluster starts size nodes with ids n1, n2, ...; extra[i], when
@@ -29,6 +30,18 @@ func startCluster(t testing.TB, size int, extra ...[]string) *cluster {
 	c := &cluster{t: t}
 	for i := range size {
 		c.add(fmt.Sprintf("n%d", i+1), extraArgs(extra, i)...)
+	}
+	c.waitVoters(size)
+	return c
+}
+
+// startClusterWith starts size nodes as startCluster does, each with args,
+// whose clients authenticate with password.
+func startClusterWith(t testing.TB, size int, password string, args ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, password: password}
+	for i := range size {
+		c.add(fmt.Sprintf("n%d", i+1), args...)
 	}
 	c.waitVoters(size)
 	return c
@@ -50,7 +63,7 @@ func (c *cluster) add(id string, args ...string) *node {
 	if len(c.nodes) > 0 {
 		a = append(a, "--join", c.lastAlive().raftAddr)
 	}
-	n := startNode(c.t, nodeOpts{args: a})
+	n := startNode(c.t, nodeOpts{args: a, password: c.password})
 	c.nodes = append(c.nodes, n)
 	c.ids = append(c.ids, id)
 	return n

@@ -49,9 +49,14 @@ const (
 	// PeerUnverified accepts any client certificate on the peer channel
 	// without checking that it chains to the cluster's CA.
 	PeerUnverified Bug = "peer-unverified"
+	// AdminSkipped lets any authenticated user run admin commands: the ACL
+	// check of the @admin category is skipped.
+	AdminSkipped Bug = "admin-skipped"
+	// OwnershipIgnored lets any user use any session whose id it presents.
+	OwnershipIgnored Bug = "ownership-ignored"
 )
 
 // All lists every planted bug.
 func All() []Bug {
-	return []Bug{StaleRead, WaiterSession, MemoryTokens, LostIsFailure, NoAppliedIndex, NoDedup, WallClockExpiry, DoubleGrant, AuthSkipped}
+	return []Bug{StaleRead, WaiterSession, MemoryTokens, LostIsFailure, NoAppliedIndex, NoDedup, WallClockExpiry, DoubleGrant, AuthSkipped, PeerUnverified, AdminSkipped, OwnershipIgnored}
 }
