@@ -388,6 +388,18 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 	}
 }
 
+// waitFor polls cond every 10 ms until it holds or timeout passes, and
+// reports whether it held: eventually for a caller that says itself what
+// failed.
+func waitFor(timeout time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
+
 // waitQueued waits until LOCK.INFO shows exactly these waiter sessions, in
 // this order.
 func waitQueued(t testing.TB, c *redis.Client, lock string, sessions ...string) lockInfo {
