@@ -27,6 +27,7 @@ const probeKey = "bench:probe"
 type fencedNode struct {
 	id      string
 	addr    string // client address
+	raft    string // Raft (peer) address, which joining nodes dial
 	metrics string // --metrics address (pprof), "" when not profiling
 	dir     string
 	proc    *proc
@@ -73,7 +74,7 @@ func startFenced(ctx context.Context, bin, tmp, name string, size int, metrics b
 	for range size {
 		join := ""
 		if len(c.nodes) > 0 {
-			join = c.nodes[0].addr // as make cluster does: n2, n3 join through n1
+			join = c.nodes[0].raft // as make cluster does: n2, n3 join through n1
 		}
 		if _, err := c.addNode(ctx, join); err != nil {
 			c.stop()
@@ -95,7 +96,7 @@ func (c *fencedCluster) addNode(ctx context.Context, join string) (*fencedNode, 
 		return nil, err
 	}
 	id := fmt.Sprintf("n%d", len(c.nodes)+1)
-	n := &fencedNode{id: id, addr: ports[0], dir: filepath.Join(c.tmp, id)}
+	n := &fencedNode{id: id, addr: ports[0], raft: ports[1], dir: filepath.Join(c.tmp, id)}
 	args := []string{"--id", id, "--listen", ports[0], "--raft-addr", ports[1], "--data", n.dir}
 	if c.metrics {
 		n.metrics = ports[2]

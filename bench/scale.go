@@ -133,7 +133,7 @@ func runScale(ctx context.Context, c *fencedCluster, s scaleSpec) (scaleResult, 
 		return r, err
 	}
 	start := time.Now()
-	n4, err := c.addNode(ctx, leader.addr)
+	n4, err := c.addNode(ctx, leader.raft)
 	if err != nil {
 		return r, err
 	}
