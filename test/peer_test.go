@@ -145,18 +145,25 @@ func forgeAppend(t testing.TB, n *node, stream attackerStream) error {
 	return fmt.Errorf("raft answered the forged AppendEntries (term %d, success %v)", out.Term, out.Success)
 }
 
-// TestPeerChannelAttacks: a 3-node cluster with peer mutual TLS serves
-// clients through any node (the forwarding links run on the peer channel),
-// and refuses, leaving the leader and every state hash as they were:
-// forged Raft messages over plain TCP and with a certificate of another
-// CA, a plain-TCP link, RAFT.PROPOSE and RAFT.LINK on the client port, and
-// a node of another CA trying to join.
+// TestPeerChannelAttacks is the attack suite: a 3-node cluster with
+// security on (peer mutual TLS, a password, an ACL user without admin)
+// serves clients through any node (the forwarding links run on the peer
+// channel), and refuses what the attacks did, leaving the leader
+// and every state hash as they were: forged Raft messages over plain TCP
+// and with a certificate of another CA, a plain-TCP link, RAFT.PROPOSE and
+// RAFT.LINK on the client port, a node of another CA trying to join,
+// every command before AUTH, the admin commands (RAFT.JOIN of a fake,
+// LOCK.FORCEUNLOCK, SESSION.LIST) as a user without admin, and a browser's
+// HTTP POST. (A newcomer that lies about its progress:
+// TestPeerJoinNeedsCatchingUp.)
 func TestPeerChannelAttacks(t *testing.T) {
 	t.Parallel()
 	ca, other := newTestCA(t, "cluster"), newTestCA(t, "other")
-	c := startCluster(t, 3, ca.peerFlags("n1"), ca.peerFlags("n2"), ca.peerFlags("n3"))
+	c := startClusterWith(t, 3, testPass, append(ca.peerFlags("node"), "--requirepass", testPass)...)
 	leader := c.leader(20 * time.Second)
 	follower := c.followers(leader)[0]
+	setUser(t, leader.client(t), "app", "on", ">app-pass", "+@all", "-@admin", "~*", "&*")
+	app := userClient(t, follower, "app", "app-pass")
 
 	// Forwarding works over the peer channel: a follower's client writes.
 	fc := follower.client(t)
@@ -197,6 +204,35 @@ func TestPeerChannelAttacks(t *testing.T) {
 			}
 			return nil
 		}},
+		{"every command before AUTH", func() error {
+			conn := dialRaw(t, follower.addr)
+			defer conn.nc.Close()
+			for _, args := range [][]string{{"SET", "pwned-by-noauth", "1"}, {"RAFT.JOIN", "fake", "127.0.0.1:1", "127.0.0.1:1"}, {"SESSION.LIST"}} {
+				conn.send(args...)
+				if v := conn.read(); v.kind != '-' || !strings.HasPrefix(v.str, "NOAUTH") {
+					return fmt.Errorf("%q before AUTH: %v", args, v)
+				}
+			}
+			return nil
+		}},
+		{"admin commands as a user without admin", func() error {
+			for _, args := range [][]any{{"RAFT.JOIN", "fake", "127.0.0.1:1", "127.0.0.1:1"}, {"LOCK.FORCEUNLOCK", "l", "1"},
+				{"SESSION.LIST"}, {"RAFT.PROPOSE", "x"}, {"RAFT.TRANSFER"}, {"ACL", "SETUSER", "app", "+@all"}} {
+				if _, err := app.Do(tctx(t), args...).Result(); !isCode(err, "NOPERM") {
+					return fmt.Errorf("%v as app: %v, want -NOPERM", args, err)
+				}
+			}
+			return nil
+		}},
+		{"an HTTP POST from a browser", func() error {
+			conn := dialRaw(t, follower.addr)
+			defer conn.nc.Close()
+			conn.write("POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nContent-Length: 24\r\n\r\nSET pwned-by-browser 1\r\n")
+			if v, err := conn.tryRead(3 * time.Second); err == nil {
+				return fmt.Errorf("the HTTP request got an answer: %v", v)
+			}
+			return nil
+		}},
 		{"RAFT.LINK on the client port", func() error {
 			if _, err := do(tctx(t), follower.client(t), "RAFT.LINK", "n1"); !isCode(err, "NOPERM") {
 				return fmt.Errorf("RAFT.LINK on the client port: %v, want -NOPERM", err)
@@ -228,7 +264,7 @@ func TestPeerChannelAttacks(t *testing.T) {
 	if !after.equal(before) {
 		t.Errorf("the attacks changed the cluster:\nbefore %+v\nafter  %+v", before, after)
 	}
-	for _, k := range []string{"pwned-by-raft", "pwned-by-propose"} {
+	for _, k := range []string{"pwned-by-raft", "pwned-by-propose", "pwned-by-noauth", "pwned-by-browser"} {
 		if n := mustInt(t, leader.client(t), "EXISTS", k); n != 0 {
 			t.Errorf("key %s was set", k)
 		}
