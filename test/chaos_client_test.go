@@ -33,9 +33,16 @@ func (o outcome) String() string {
 // chaosConn is a client's view of the cluster: a connection per node,
 // redialed after it breaks.
 type chaosConn struct {
-	addrs []string
-	conns []*resp.Client
-	rng   *rand.Rand
+	addrs      []string
+	conns      []*resp.Client
+	rng        *rand.Rand
+	user, pass string // AUTH on every new connection; "" = none
+}
+
+// as makes c authenticate as user on every connection it opens.
+func (c *chaosConn) as(user, pass string) *chaosConn {
+	c.user, c.pass = user, pass
+	return c
 }
 
 func newChaosConn(addrs []string, rng *rand.Rand) *chaosConn {
@@ -64,6 +71,15 @@ func (c *chaosConn) do(ctx context.Context, i int, timeout time.Duration, args .
 		dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		var err error
 		cl, err = resp.Dial(dctx, c.addrs[i], 500*time.Millisecond)
+		if err == nil && c.user != "" {
+			var v resp.Value
+			if v, err = cl.Do(dctx, []byte("AUTH"), []byte(c.user), []byte(c.pass)); err == nil && v.IsError() {
+				err = fmt.Errorf("AUTH %s: %s", c.user, v.Text())
+			}
+			if err != nil {
+				cl.Close()
+			}
+		}
 		cancel()
 		if err != nil {
 			c.conns[i] = nil

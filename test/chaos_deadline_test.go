@@ -48,7 +48,7 @@ func (nm *nemesis) killAtDeadline(ctx context.Context) {
 		return
 	}
 	li := slices.Index(cc.nodes, l)
-	conn := newChaosConn(cc.addrs, nm.rng)
+	conn := newChaosConn(cc.addrs, nm.rng).as(nm.w.admin())
 	defer conn.close()
 
 	// The expiry moment: the leader's clock reads whole ms, and a session
@@ -134,6 +134,14 @@ func (nm *nemesis) killAtDeadline(ctx context.Context) {
 			break
 		}
 		defer c.Close()
+		if user, pass := nm.w.admin(); user != "" {
+			// Authenticated before the aim, as the nemesis: the default user.
+			c.SetDeadline(time.Now().Add(time.Second))
+			fmt.Fprintf(c, "*3\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", len(user), user, len(pass), pass)
+			if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || !strings.HasPrefix(line, "+OK") {
+				break
+			}
+		}
 		shots = append(shots, &shot{session: live[k], target: first + int64(k)*int64(aimKillGap), conn: c})
 	}
 	if len(shots) == 0 {

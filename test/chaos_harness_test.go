@@ -58,10 +58,11 @@ func chaosBinary(t testing.TB, tags string) string {
 }
 
 type chaosOpts struct {
-	nodes   int
-	plant   plant.Bug       // "" = the real fenced
-	offsets []time.Duration // --clock-offset by node
-	extra   []string        // flags of every node
+	nodes    int
+	plant    plant.Bug       // "" = the real fenced
+	offsets  []time.Duration // --clock-offset by node
+	extra    []string        // flags of every node
+	password string          // --requirepass, which the harness's own clients use
 }
 
 type chaosCluster struct {
@@ -92,10 +93,13 @@ func startChaos(t *testing.T, o chaosOpts) *chaosCluster {
 			args = append(args, "--clock-offset", o.offsets[i].String())
 		}
 		args = append(args, o.extra...)
+		if o.password != "" {
+			args = append(args, "--requirepass", o.password)
+		}
 		if i > 0 {
 			args = append(args, "--join", cc.nodes[0].raftAddr)
 		}
-		n := startNode(t, nodeOpts{args: args, bin: bin, env: env, allowCrash: o.plant != ""})
+		n := startNode(t, nodeOpts{args: args, bin: bin, env: env, allowCrash: o.plant != "", password: o.password})
 		cc.nodes = append(cc.nodes, n)
 		cc.ids = append(cc.ids, name)
 		cc.names = append(cc.names, name)
@@ -318,7 +322,7 @@ func (nm *nemesis) killSession(ctx context.Context) {
 		return
 	}
 	s := open[len(open)-1-nm.rng.IntN(min(len(open), nm.w.clients))]
-	cc := newChaosConn(nm.cc.addrs, nm.rng)
+	cc := newChaosConn(nm.cc.addrs, nm.rng).as(nm.w.admin())
 	defer cc.close()
 	op := histOp{Client: nm.w.clients, Kind: "kill", Session: s, Call: nm.h.now()}
 	v, o := cc.do(ctx, cc.pick(), 2*time.Second, "SESSION.KILL", s)

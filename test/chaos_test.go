@@ -80,6 +80,18 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 	}
 	w := newWorkload(h, cc.addrs, locks, r.ttl)
 	w.clients, w.limit = r.clients, r.limit
+	if r.opts.password != "" {
+		// Security on: each client is an ACL user of its own, without
+		// admin; the nemesis is the default user.
+		w.password, w.users = r.opts.password, true
+		admin := cc.leader(30 * time.Second).client(t)
+		for id := range r.clients {
+			user, pass := w.cred(id)
+			if _, err := do(tctx(t), admin, "ACL", "SETUSER", user, "on", ">"+pass, "+@all", "-@admin", "~*", "&*"); err != nil {
+				t.Fatalf("ACL SETUSER %s: %v", user, err)
+			}
+		}
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	var wg sync.WaitGroup
@@ -283,7 +295,8 @@ var allFaults = []string{"kill-leader", "kill-random", "pause-leader", "isolate-
 // them, three times at the start of each session run), with and without reentrancy and on the redsync path (SET NX
 // PX), some nodes' clocks off by a minute either way, small snapshots so
 // that a node cut off for a while, or replaced, catches up by snapshot; the
-// mutex runs with peer mutual TLS. Every checker must pass; the control counter
+// mutex runs with security on (peer mutual TLS, a password, an ACL user per
+// client). Every checker must pass; the control counter
 // shows what the faults do to an unfenced store. FENCED_CHAOS=long (make
 // chaos) is the long profile: three seeds of 200 s of faults per variant.
 // FENCED_CHAOS_PLANT=bug runs either profile on a binary with that planted
@@ -316,7 +329,8 @@ func TestChaos(t *testing.T) {
 		}
 	})
 	// The mutex variant runs with security on: its nodes talk over peer
-	// mutual TLS (the others over plain loopback TCP).
+	// mutual TLS, a password guards the client port and each client is an
+	// ACL user without admin (the others run without security).
 	for _, v := range []struct {
 		name   string
 		limit  int64
@@ -338,6 +352,7 @@ func TestChaos(t *testing.T) {
 				}
 				if v.secure {
 					r.opts.extra = append(r.opts.extra, newTestCA(t, "chaos").peerFlags("node")...)
+					r.opts.password = "chaos-pass"
 				}
 				if v.keys {
 					// SET NX locks have no session to kill.

@@ -42,6 +42,11 @@ type workload struct {
 	pauseAny  time.Duration
 	pauseAnyC chan pausedHolder
 
+	// password is the default user's, "" for none; with users, client id
+	// authenticates as ACL user c<id> (without admin) instead.
+	password string
+	users    bool
+
 	dedupViolations atomic.Int64 // a resent REQ answered differently
 	opens           atomic.Int64
 }
@@ -53,6 +58,26 @@ func newWorkload(h *history, addrs, locks []string, ttl time.Duration) *workload
 		w.stores[l] = [2]*fencedStore{{check: true}, {}}
 	}
 	return w
+}
+
+// cred is what client id authenticates as ("" = nothing).
+func (w *workload) cred(id int) (user, pass string) {
+	switch {
+	case w.users:
+		return fmt.Sprintf("c%d", id), fmt.Sprintf("p%d", id)
+	case w.password != "":
+		return "default", w.password
+	}
+	return "", ""
+}
+
+// admin is what the nemesis authenticates as: the default user, who may
+// kill anyone's session.
+func (w *workload) admin() (user, pass string) {
+	if w.password == "" {
+		return "", ""
+	}
+	return "default", w.password
 }
 
 // pauseClient makes client id pause for d inside its next critical section.
@@ -145,7 +170,7 @@ func (w *workload) call(ctx context.Context, cc *chaosConn, op histOp, timeout t
 // run is one client until ctx ends.
 func (w *workload) run(ctx context.Context, id int, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, uint64(id)))
-	cc := newChaosConn(w.addrs, rng)
+	cc := newChaosConn(w.addrs, rng).as(w.cred(id))
 	defer cc.close()
 	var (
 		sess   string
@@ -290,7 +315,7 @@ func (w *workload) heartbeat(ctx context.Context, id int, seed uint64, sess stri
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		cc := newChaosConn(w.addrs, rand.New(rand.NewPCG(seed, uint64(id)<<32|1)))
+		cc := newChaosConn(w.addrs, rand.New(rand.NewPCG(seed, uint64(id)<<32|1))).as(w.cred(id))
 		defer cc.close()
 		t := time.NewTicker(w.ttl / 4)
 		defer t.Stop()
