@@ -103,3 +103,10 @@ func (ca *testCA) peerFlags(name string) []string {
 	cert, key := ca.issue(name)
 	return []string{"--peer-cert-file", cert, "--peer-key-file", key, "--peer-trusted-ca-file", ca.File}
 }
+
+// pool is a certificate pool holding the CA, for clients that trust it.
+func (ca *testCA) pool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(ca.cert)
+	return p
+}

@@ -2,9 +2,11 @@ package test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -36,13 +38,32 @@ type chaosConn struct {
 	addrs      []string
 	conns      []*resp.Client
 	rng        *rand.Rand
-	user, pass string // AUTH on every new connection; "" = none
+	user, pass string      // AUTH on every new connection; "" = none
+	tls        *tls.Config // TLS to the client port; nil = plain TCP
 }
 
 // as makes c authenticate as user on every connection it opens.
 func (c *chaosConn) as(user, pass string) *chaosConn {
 	c.user, c.pass = user, pass
 	return c
+}
+
+// over makes c connect with TLS (nil: plain TCP).
+func (c *chaosConn) over(cfg *tls.Config) *chaosConn {
+	c.tls = cfg
+	return c
+}
+
+// dialClientPort connects to a node's client port, with TLS when cfg is
+// set (its ServerName taken from addr).
+func dialClientPort(ctx context.Context, addr string, cfg *tls.Config, timeout time.Duration) (net.Conn, error) {
+	d := &net.Dialer{Timeout: timeout}
+	if cfg == nil {
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	cfg = cfg.Clone()
+	cfg.ServerName, _, _ = net.SplitHostPort(addr)
+	return (&tls.Dialer{NetDialer: d, Config: cfg}).DialContext(ctx, "tcp", addr)
 }
 
 func newChaosConn(addrs []string, rng *rand.Rand) *chaosConn {
@@ -70,7 +91,10 @@ func (c *chaosConn) do(ctx context.Context, i int, timeout time.Duration, args .
 		}
 		dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		var err error
-		cl, err = resp.Dial(dctx, c.addrs[i], 500*time.Millisecond)
+		var nc net.Conn
+		if nc, err = dialClientPort(dctx, c.addrs[i], c.tls, 500*time.Millisecond); err == nil {
+			cl = resp.NewClient(nc, resp.DefaultReplyLimits())
+		}
 		if err == nil && c.user != "" {
 			var v resp.Value
 			if v, err = cl.Do(dctx, []byte("AUTH"), []byte(c.user), []byte(c.pass)); err == nil && v.IsError() {

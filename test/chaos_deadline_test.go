@@ -48,7 +48,7 @@ func (nm *nemesis) killAtDeadline(ctx context.Context) {
 		return
 	}
 	li := slices.Index(cc.nodes, l)
-	conn := newChaosConn(cc.addrs, nm.rng).as(nm.w.admin())
+	conn := newChaosConn(cc.addrs, nm.rng).as(nm.w.admin()).over(cc.tls)
 	defer conn.close()
 
 	// The expiry moment: the leader's clock reads whole ms, and a session
@@ -129,7 +129,7 @@ func (nm *nemesis) killAtDeadline(ctx context.Context) {
 	}
 	var shots []*shot
 	for k := range kills {
-		c, err := net.DialTimeout("tcp", cc.addrs[li], 200*time.Millisecond)
+		c, err := dialClientPort(context.Background(), cc.addrs[li], cc.tls, 200*time.Millisecond)
 		if err != nil {
 			break
 		}

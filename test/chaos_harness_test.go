@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -63,13 +64,18 @@ type chaosOpts struct {
 	offsets  []time.Duration // --clock-offset by node
 	extra    []string        // flags of every node
 	password string          // --requirepass, which the harness's own clients use
+	// ca, if set, turns TLS on: peer mutual TLS between the nodes, and the
+	// workload's clients on a TLS client port (the harness's own clients
+	// keep the plaintext one). Its certificates name 127.0.0.11-19.
+	ca *testCA
 }
 
 type chaosCluster struct {
 	*cluster
 	net   *chaosNet
-	names []string // n1, n2, ...
-	addrs []string // real client addresses, for the clients
+	names []string    // n1, n2, ...
+	addrs []string    // real client addresses, for the clients
+	tls   *tls.Config // how the clients connect to addrs; nil = plain TCP
 }
 
 func startChaos(t *testing.T, o chaosOpts) *chaosCluster {
@@ -81,6 +87,13 @@ func startChaos(t *testing.T, o chaosOpts) *chaosCluster {
 		env = []string{"FENCED_PLANT=" + string(o.plant)}
 	}
 	cc := &chaosCluster{cluster: &cluster{t: t}, net: newChaosNet(t)}
+	var secure []string
+	if o.ca != nil {
+		cert, key := o.ca.issue("node")
+		secure = []string{"--peer-cert-file", cert, "--peer-key-file", key, "--peer-trusted-ca-file", o.ca.File,
+			"--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-cert-file", o.ca.File, "--tls-auth-clients", "no"}
+		cc.tls = &tls.Config{RootCAs: o.ca.pool(), MinVersion: tls.VersionTLS12}
+	}
 	for i := range o.nodes {
 		name := fmt.Sprintf("n%d", i+1)
 		ip := fmt.Sprintf("127.0.0.%d", 11+i)
@@ -93,6 +106,11 @@ func startChaos(t *testing.T, o chaosOpts) *chaosCluster {
 			args = append(args, "--clock-offset", o.offsets[i].String())
 		}
 		args = append(args, o.extra...)
+		tlsListen := ""
+		if o.ca != nil {
+			tlsListen = fmt.Sprintf("%s:%d", ip, freePort(t))
+			args = append(append(args, secure...), "--tls-listen", tlsListen)
+		}
 		if o.password != "" {
 			args = append(args, "--requirepass", o.password)
 		}
@@ -103,7 +121,11 @@ func startChaos(t *testing.T, o chaosOpts) *chaosCluster {
 		cc.nodes = append(cc.nodes, n)
 		cc.ids = append(cc.ids, name)
 		cc.names = append(cc.names, name)
-		cc.addrs = append(cc.addrs, n.addr)
+		if tlsListen != "" {
+			cc.addrs = append(cc.addrs, tlsListen)
+		} else {
+			cc.addrs = append(cc.addrs, n.addr)
+		}
 	}
 	cc.waitVoters(o.nodes)
 	return cc
@@ -322,7 +344,7 @@ func (nm *nemesis) killSession(ctx context.Context) {
 		return
 	}
 	s := open[len(open)-1-nm.rng.IntN(min(len(open), nm.w.clients))]
-	cc := newChaosConn(nm.cc.addrs, nm.rng).as(nm.w.admin())
+	cc := newChaosConn(nm.cc.addrs, nm.rng).as(nm.w.admin()).over(nm.cc.tls)
 	defer cc.close()
 	op := histOp{Client: nm.w.clients, Kind: "kill", Session: s, Call: nm.h.now()}
 	v, o := cc.do(ctx, cc.pick(), 2*time.Second, "SESSION.KILL", s)

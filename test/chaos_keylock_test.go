@@ -30,7 +30,7 @@ const (
 // runKeys is one client of the SET NX PX workload until ctx ends.
 func (w *workload) runKeys(ctx context.Context, id int, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, uint64(id)))
-	cc := newChaosConn(w.addrs, rng).as(w.cred(id))
+	cc := newChaosConn(w.addrs, rng).as(w.cred(id)).over(w.tls)
 	defer cc.close()
 	px := strconv.FormatInt(w.ttl.Milliseconds(), 10)
 	var seq int

@@ -79,7 +79,7 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 		locks = append(locks, fmt.Sprintf("lock%d", i))
 	}
 	w := newWorkload(h, cc.addrs, locks, r.ttl)
-	w.clients, w.limit = r.clients, r.limit
+	w.clients, w.limit, w.tls = r.clients, r.limit, cc.tls
 	if r.opts.password != "" {
 		// Security on: each client is an ACL user of its own, without
 		// admin; the nemesis is the default user.
@@ -295,8 +295,8 @@ var allFaults = []string{"kill-leader", "kill-random", "pause-leader", "isolate-
 // them, three times at the start of each session run), with and without reentrancy and on the redsync path (SET NX
 // PX), some nodes' clocks off by a minute either way, small snapshots so
 // that a node cut off for a while, or replaced, catches up by snapshot; the
-// mutex runs with security on (peer mutual TLS, a password, an ACL user per
-// client). Every checker must pass; the control counter
+// mutex runs with security on (peer mutual TLS, clients over TLS, a
+// password, an ACL user per client). Every checker must pass; the control counter
 // shows what the faults do to an unfenced store. FENCED_CHAOS=long (make
 // chaos) is the long profile: three seeds of 200 s of faults per variant.
 // FENCED_CHAOS_PLANT=bug runs either profile on a binary with that planted
@@ -329,8 +329,9 @@ func TestChaos(t *testing.T) {
 		}
 	})
 	// The mutex variant runs with security on: its nodes talk over peer
-	// mutual TLS, a password guards the client port and each client is an
-	// ACL user without admin (the others run without security).
+	// mutual TLS, its clients over TLS, a password guards the client ports
+	// and each client is an ACL user without admin (the others run without
+	// security).
 	for _, v := range []struct {
 		name   string
 		limit  int64
@@ -351,8 +352,7 @@ func TestChaos(t *testing.T) {
 					first: []string{"pause-client", "kill-at-deadline", "kill-at-deadline", "kill-at-deadline"},
 				}
 				if v.secure {
-					r.opts.extra = append(r.opts.extra, newTestCA(t, "chaos").peerFlags("node")...)
-					r.opts.password = "chaos-pass"
+					r.opts.ca, r.opts.password = newTestCA(t, "chaos"), "chaos-pass"
 				}
 				if v.keys {
 					// SET NX locks have no session to kill.

@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -46,6 +47,7 @@ type workload struct {
 	// authenticates as ACL user c<id> (without admin) instead.
 	password string
 	users    bool
+	tls      *tls.Config // to the client ports; nil = plain TCP
 
 	dedupViolations atomic.Int64 // a resent REQ answered differently
 	opens           atomic.Int64
@@ -170,7 +172,7 @@ func (w *workload) call(ctx context.Context, cc *chaosConn, op histOp, timeout t
 // run is one client until ctx ends.
 func (w *workload) run(ctx context.Context, id int, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, uint64(id)))
-	cc := newChaosConn(w.addrs, rng).as(w.cred(id))
+	cc := newChaosConn(w.addrs, rng).as(w.cred(id)).over(w.tls)
 	defer cc.close()
 	var (
 		sess   string
@@ -315,7 +317,7 @@ func (w *workload) heartbeat(ctx context.Context, id int, seed uint64, sess stri
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		cc := newChaosConn(w.addrs, rand.New(rand.NewPCG(seed, uint64(id)<<32|1))).as(w.cred(id))
+		cc := newChaosConn(w.addrs, rand.New(rand.NewPCG(seed, uint64(id)<<32|1))).as(w.cred(id)).over(w.tls)
 		defer cc.close()
 		t := time.NewTicker(w.ttl / 4)
 		defer t.Stop()
