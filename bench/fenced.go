@@ -26,7 +26,8 @@ const probeKey = "bench:probe"
 // a killed node comes back as the same member.
 type fencedNode struct {
 	id      string
-	addr    string // client address
+	addr    string // client address, as the default user (the tool's own calls)
+	work    string // what the workloads connect to: addr, or the ACL user's TLS address
 	raft    string // Raft (peer) address, which joining nodes dial
 	metrics string // --metrics address (pprof), "" when not profiling
 	dir     string
@@ -40,8 +41,9 @@ type fencedCluster struct {
 	name    string // "fenced-1", "fenced-3"
 	bin     string
 	tmp     string
-	metrics bool     // nodes serve /debug/pprof
-	extra   []string // flags of every node (--fenced-flags)
+	metrics bool      // nodes serve /debug/pprof
+	extra   []string  // flags of every node (--fenced-flags)
+	secure  *security // fenced-3-secure; nil: none
 	nodes   []*fencedNode
 }
 
@@ -65,12 +67,20 @@ func buildFenced(ctx context.Context, dir string) (string, error) {
 // startFenced starts a cluster of size nodes in a fresh directory under
 // tmp and returns once all are voters and every node serves reads.
 // With metrics, every node also serves /debug/pprof (--pprof).
-func startFenced(ctx context.Context, bin, tmp, name string, size int, metrics bool, extra []string) (*fencedCluster, error) {
+//
+// A secure cluster (fenced-3-secure) has every security feature on, and the
+// workloads' ACL user (secure.go).
+func startFenced(ctx context.Context, bin, tmp, name string, size int, metrics, secure bool, extra []string) (*fencedCluster, error) {
 	dir, err := os.MkdirTemp(tmp, name+"-")
 	if err != nil {
 		return nil, err
 	}
 	c := &fencedCluster{name: name, bin: bin, tmp: dir, metrics: metrics, extra: extra}
+	if secure {
+		if c.secure, err = newSecurity(ctx, filepath.Join(dir, "pki")); err != nil {
+			return nil, err
+		}
+	}
 	for range size {
 		join := ""
 		if len(c.nodes) > 0 {
@@ -85,19 +95,31 @@ func startFenced(ctx context.Context, bin, tmp, name string, size int, metrics b
 		c.stop()
 		return nil, err
 	}
+	if c.secure != nil {
+		if err := c.secure.createUser(ctx, c.nodes[0].addr); err != nil {
+			c.stop()
+			return nil, fmt.Errorf("%s: ACL SETUSER %s: %w", name, benchUser, err)
+		}
+	}
 	return c, nil
 }
 
 // addNode starts node n<k+1>, joining through join unless it is "", and
 // waits until it serves reads.
 func (c *fencedCluster) addNode(ctx context.Context, join string) (*fencedNode, error) {
-	ports, err := freePorts(3)
+	ports, err := freePorts(4)
 	if err != nil {
 		return nil, err
 	}
 	id := fmt.Sprintf("n%d", len(c.nodes)+1)
-	n := &fencedNode{id: id, addr: ports[0], raft: ports[1], dir: filepath.Join(c.tmp, id)}
+	n := &fencedNode{id: id, addr: ports[0], work: ports[0], raft: ports[1], dir: filepath.Join(c.tmp, id)}
 	args := []string{"--id", id, "--listen", ports[0], "--raft-addr", ports[1], "--data", n.dir}
+	if s := c.secure; s != nil {
+		// The tool's own calls (readiness, RAFT.STATUS) go as the default
+		// user over TLS too; the workloads as the ACL user.
+		n.addr, n.work = s.url("default", s.pass, ports[3]), s.url(benchUser, benchUserPass, ports[3])
+		args = append(args, s.flags(ports[3])...)
+	}
 	if c.metrics {
 		n.metrics = ports[2]
 		args = append(args, "--metrics", n.metrics)
@@ -252,7 +274,7 @@ func (c *fencedCluster) waitLeader(ctx context.Context) (*fencedNode, error) {
 func (c *fencedCluster) addrs() []string {
 	out := make([]string, len(c.nodes))
 	for i, n := range c.nodes {
-		out[i] = n.addr
+		out[i] = n.work
 	}
 	return out
 }

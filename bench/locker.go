@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -44,18 +45,22 @@ const opTimeout = 5 * time.Second
 // runs with the same settings: no retries (a retry would hide an error and
 // skew latency), context deadlines honoured, and no connect-time extras
 // (CLIENT SETINFO, maintenance notifications) that fenced need not support.
+// An addr of the form rediss://user:pass@host:port?ca=FILE connects over
+// TLS and authenticates (fenced-3-secure, secure.go).
 func newClient(addr string, poolSize int, readTimeout time.Duration) *redis.Client {
-	return redis.NewClient(&redis.Options{
-		Addr:                     addr,
-		PoolSize:                 poolSize,
-		MaxRetries:               -1,
-		ContextTimeoutEnabled:    true,
-		ReadTimeout:              readTimeout,
-		WriteTimeout:             5 * time.Second,
-		DialTimeout:              2 * time.Second,
-		DisableIdentity:          true,
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-	})
+	o := &redis.Options{Addr: addr}
+	if strings.HasPrefix(addr, "rediss://") {
+		var err error
+		if o, err = secureOptions(addr); err != nil {
+			// A client that fails every command says so in the step's errors.
+			o = &redis.Options{Addr: "invalid:0"}
+		}
+	}
+	o.PoolSize, o.MaxRetries, o.ContextTimeoutEnabled = poolSize, -1, true
+	o.ReadTimeout, o.WriteTimeout, o.DialTimeout = readTimeout, 5*time.Second, 2*time.Second
+	o.DisableIdentity = true
+	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	return redis.NewClient(o)
 }
 
 // isRedisNil reports a null reply.

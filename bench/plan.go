@@ -36,7 +36,7 @@ type lockPath struct {
 
 // fenced starts a fenced cluster with this run's binary and node flags.
 func (b *bench) fenced(ctx context.Context, name string, size int) (*fencedCluster, error) {
-	return startFenced(ctx, b.cfg.bin, b.tmp, name, size, b.cfg.pprofDir != "", b.cfg.extra)
+	return startFenced(ctx, b.cfg.bin, b.tmp, name, size, b.cfg.pprofDir != "", name == "fenced-3-secure", b.cfg.extra)
 }
 
 func (b *bench) wants(workload string) bool { return slices.Contains(b.cfg.workloads, workload) }
@@ -92,6 +92,8 @@ func (b *bench) describe(t string) targetStatus {
 		s.Desc = "fenced, 1 node, " + b.cfg.bin
 	case "fenced-3":
 		s.Desc = fmt.Sprintf("fenced, 3 nodes (clients connect to %s), %s", map[string]string{"all": "every node in turn", "leader": "the leader"}[b.cfg.fencedVia], b.cfg.bin)
+	case "fenced-3-secure":
+		s.Desc = fmt.Sprintf("fenced-3 with peer mutual TLS, clients over TLS and an ACL user (clients connect to %s)", map[string]string{"all": "every node in turn", "leader": "the leader"}[b.cfg.fencedVia])
 	case "redis", "redis-aof":
 		bin := lookBinary(b.cfg.redisBin, "redis-server")
 		if bin == "" {
@@ -129,8 +131,8 @@ func (b *bench) runTarget(ctx context.Context, t string) {
 	var nodes []*fencedNode // profiled with --pprof
 	wait := time.Duration(b.cfg.waitMs) * time.Millisecond
 	switch t {
-	case "fenced-1", "fenced-3":
-		size := map[string]int{"fenced-1": 1, "fenced-3": 3}[t]
+	case "fenced-1", "fenced-3", "fenced-3-secure":
+		size := map[string]int{"fenced-1": 1, "fenced-3": 3, "fenced-3-secure": 3}[t]
 		c, err := b.fenced(ctx, t, size)
 		if err != nil {
 			status.Failed = err.Error()
@@ -147,7 +149,7 @@ func (b *bench) runTarget(ctx context.Context, t string) {
 				b.fail("%s: %v", t, err)
 				return
 			}
-			addrs = []string{l.addr}
+			addrs = []string{l.work}
 		}
 		paths = []lockPath{
 			{series: t, path: "native", solo: fencedNative(addrs, 0), queue: fencedNative(addrs, b.cfg.waitMs), openLoop: true},

@@ -44,6 +44,7 @@ func synthetic() *report {
 	return &report{Steps: []stepResult{
 		{Workload: "uncontended", Series: "fenced-3", Clients: 64, PerSec: 25000, Cycles: 1, Samples: 1},
 		{Workload: "uncontended", Series: "etcd-3", Clients: 64, PerSec: 2000, Cycles: 1, Samples: 1},
+		{Workload: "uncontended", Series: "fenced-3-secure", Clients: 64, PerSec: 20000, Cycles: 1, Samples: 1},
 		{Workload: "uncontended", Series: "fenced-3", Clients: 1, PerSec: 2000, Cycles: 1, Samples: 1, P50Ms: 0.9},
 		{Workload: "uncontended", Series: "fenced-3 redsync", Clients: 1, PerSec: 1500, Cycles: 1, Samples: 1},
 		{Workload: "contended", Series: "fenced-3", Clients: 16, PerSec: 3000, Cycles: 1, Samples: 1, P99OverP50: ptr(3.5)},
@@ -63,18 +64,19 @@ func TestSpecChecks(t *testing.T) {
 		status string
 		value  float64
 	}{
-		"P1 64 clients uncontended cycles/s, fenced-3 ÷ etcd-3":               {"met", 12.5},
-		"P1 64 clients uncontended cycles/s, fenced-3 ÷ redis-aof":            {"not measured", 0},
-		"P2 1 client acquire p50, fenced-3":                                   {"met", 0.9},
-		"P2 1 client acquire p50, fenced-1":                                   {"not measured", 0},
-		"P3 open loop acquire p99 from intended send, fenced-3":               {"met", 4},
-		"P3 open loop acquire p999 from intended send, fenced-3":              {"missed", 12},
-		"P4 16 clients one lock grants/s, fenced-3 ÷ etcd-3":                  {"met", 20},
-		"P4 16 clients one lock wait p99 ÷ p50, fenced-3":                     {"missed", 3.5},
-		"P5 1 client cycles/s, fenced-3 redsync ÷ native":                     {"missed", 0.75},
-		"P5 64 clients cycles/s, fenced-3 redsync ÷ native":                   {"not measured", 0},
-		"P6 heartbeat cost, share of the machine's CPU (heartbeating − idle)": {"not measured", 0},
-		"P7 leader killed under load, p50 time to the first FLOCK, fenced-3":  {"not measured", 0},
+		"P1 64 clients uncontended cycles/s, fenced-3 ÷ etcd-3":                                                {"met", 12.5},
+		"P1 64 clients uncontended cycles/s, fenced-3 ÷ redis-aof":                                             {"not measured", 0},
+		"P2 1 client acquire p50, fenced-3":                                                                    {"met", 0.9},
+		"P2 1 client acquire p50, fenced-1":                                                                    {"not measured", 0},
+		"P3 open loop acquire p99 from intended send, fenced-3":                                                {"met", 4},
+		"P3 open loop acquire p999 from intended send, fenced-3":                                               {"missed", 12},
+		"P4 16 clients one lock grants/s, fenced-3 ÷ etcd-3":                                                   {"met", 20},
+		"P4 16 clients one lock wait p99 ÷ p50, fenced-3":                                                      {"missed", 3.5},
+		"P5 1 client cycles/s, fenced-3 redsync ÷ native":                                                      {"missed", 0.75},
+		"P5 64 clients cycles/s, fenced-3 redsync ÷ native":                                                    {"not measured", 0},
+		"P6 heartbeat cost, share of the machine's CPU (heartbeating − idle)":                                  {"not measured", 0},
+		"P7 leader killed under load, p50 time to the first FLOCK, fenced-3":                                   {"not measured", 0},
+		"P10 64 clients uncontended cycles/s, fenced-3-secure (peer mTLS, client TLS, an ACL user) ÷ fenced-3": {"missed", 0.8},
 	}
 	for what, e := range expect {
 		c, ok := got[what]
@@ -90,8 +92,8 @@ func TestSpecChecks(t *testing.T) {
 	if c := got["P3 open loop acquire p99 from intended send, fenced-3"]; !strings.Contains(c.Note, "achieved only 4000/s") {
 		t.Errorf("P3 note %q", c.Note)
 	}
-	if n := len(checks); n != 16 {
-		t.Errorf("%d checks, want 16 (P1 2, P2 2, P3 2, P4 3, P5 one per client count (2), P6, P7, P8 3)", n)
+	if n := len(checks); n != 17 {
+		t.Errorf("%d checks, want 17 (P1 2, P10, P2 2, P3 2, P4 3, P5 one per client count (2), P6, P7, P8 3)", n)
 	}
 }
 
