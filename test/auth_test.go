@@ -383,8 +383,8 @@ func runFenced(t *testing.T, args ...string) (string, error) {
 }
 
 // TestProtectedMode: beyond loopback, the client port and the metrics
-// endpoint need a password; with one, fenced serves on every interface
-// (reached here through 127.0.0.1 only).
+// endpoint need a password, and the Raft port peer TLS; with a password,
+// fenced serves on every interface (reached here through 127.0.0.1 only).
 func TestProtectedMode(t *testing.T) {
 	t.Parallel()
 	raft := fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -404,6 +404,19 @@ func TestProtectedMode(t *testing.T) {
 		}
 		if strings.Contains(out, "fenced serving") {
 			t.Errorf("%q without a password served", args)
+		}
+	}
+
+	// The Raft port beyond loopback needs peer TLS, password or not; half
+	// a peer TLS configuration refuses to start too.
+	for _, args := range [][]string{
+		{"--raft-addr", fmt.Sprintf("0.0.0.0:%d", freePort(t)), "--raft-advertise", "10.0.0.1:7379", "--requirepass", testPass},
+		{"--raft-addr", raft, "--peer-cert-file", "n1.crt", "--peer-trusted-ca-file", "ca.crt"},
+	} {
+		out, err := runFenced(t, append(args, "--listen", "127.0.0.1:0")...)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() == 0 || !strings.Contains(out, "--peer-") || strings.Contains(out, "fenced serving") {
+			t.Errorf("%q: exit %v, want non-zero naming the --peer-* flags\n%s", args, err, out)
 		}
 	}
 
