@@ -61,6 +61,7 @@ type tlsOpts struct {
 	auth      string // --tls-auth-clients; "" = the default (yes)
 	noPlain   bool   // --listen "": TLS only
 	fileDir   string // where the node's files are; default: a copy of certs
+	password  string // --requirepass, which the test's default clients use
 	extraArgs []string
 }
 
@@ -83,7 +84,10 @@ func startTLSNode(t testing.TB, certs string, o tlsOpts) *tlsNode {
 		args = append(args, "--listen", "")
 	}
 	args = append(args, o.extraArgs...)
-	n := &tlsNode{node: startNode(t, nodeOpts{args: args, noWait: true}), certs: certs}
+	if o.password != "" {
+		args = append(args, "--requirepass", o.password)
+	}
+	n := &tlsNode{node: startNode(t, nodeOpts{args: args, noWait: true, password: o.password}), certs: certs}
 	m := tlsServingRE.FindStringSubmatch(n.stderr())
 	if m == nil {
 		t.Fatalf("no TLS address in the serving line:\n%s", n.stderr())
@@ -795,5 +799,42 @@ func TestTLSCertsScript(t *testing.T) {
 	}
 	if after, _ := os.ReadDir(dir); len(after) != len(before) {
 		t.Errorf("bad usage changed the directory: %d files, then %d", len(before), len(after))
+	}
+}
+
+// TestTLSACLUser: over TLS only, with a password, an ACL user made by the
+// default user authenticates from go-redis (a lock cycle) and redis-cli;
+// without credentials a TLS client is still refused every command.
+func TestTLSACLUser(t *testing.T) {
+	t.Parallel()
+	certs := makeCerts(t)
+	n := startTLSNode(t, certs, tlsOpts{noPlain: true, auth: "no", password: testPass})
+	cfg := clientTLS(t, certs, "")
+	admin := n.tlsClient(t, cfg)
+	if _, err := do(tctx(t), admin, "ACL", "SETUSER", "locker", "on", ">locker-pass", "+@all", "-@admin", "~lock:*"); err != nil {
+		t.Fatal(err)
+	}
+	o := n.options(3)
+	o.Addr, o.TLSConfig, o.Username, o.Password = n.tlsAddr, cfg, "locker", "locker-pass"
+	c := redis.NewClient(o)
+	defer c.Close()
+	sess := openSession(t, c, 10000, "")
+	tok := mustInt(t, c, "FLOCK", "lock:a", sess)
+	mustInt(t, c, "FUNLOCK", "lock:a", sess, "FENCE", tok)
+	if _, err := c.Do(tctx(t), "FLOCK", "other", sess).Result(); !isCode(err, "NOPERM") {
+		t.Errorf("FLOCK outside ~lock:* over TLS: %v, want -NOPERM", err)
+	}
+	if who, err := c.Do(tctx(t), "ACL", "WHOAMI").Result(); err != nil || who != "locker" {
+		t.Errorf("ACL WHOAMI = %v %v", who, err)
+	}
+	out, err := redisCLI(t, n.tlsAddr, "--tls", "--cacert", filepath.Join(certs, "ca.crt"), "--user", "locker", "--pass", "locker-pass", "--no-auth-warning", "ACL", "WHOAMI")
+	if err != nil || out != "locker" {
+		t.Errorf("redis-cli --tls --user locker ACL WHOAMI: %q %v", out, err)
+	}
+	o.Username, o.Password = "", ""
+	anon := redis.NewClient(o)
+	defer anon.Close()
+	if _, err := anon.Do(tctx(t), "GET", "lock:a").Result(); !isCode(err, "NOAUTH") {
+		t.Errorf("a TLS client without credentials: %v, want -NOAUTH", err)
 	}
 }
