@@ -639,15 +639,27 @@ func TestTLSReloadOnSIGHUP(t *testing.T) {
 	}
 }
 
+// compatUser makes the ACL user the lock-library programs authenticate
+// as over TLS: every command but the admin ones, every key.
+func compatUser(t testing.TB, n *tlsNode, certs string) {
+	t.Helper()
+	admin := n.tlsClient(t, clientTLS(t, certs, certs))
+	if _, err := do(tctx(t), admin, "ACL", "SETUSER", "compat", "on", ">compat-pass", "+@all", "-@admin", "~*", "&*"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestTLSCompatPython runs redis-py's Lock over TLS (ssl=True with a client
-// certificate, --tls-auth-clients yes, plaintext off): the basic checks and
-// three contending workers.
+// certificate, --tls-auth-clients yes, plaintext off), authenticated as an
+// ACL user: the basic checks and three contending workers.
 func TestTLSCompatPython(t *testing.T) {
 	t.Parallel()
 	py, version := findPython(t)
 	certs := makeCerts(t)
-	n := startTLSNode(t, certs, tlsOpts{noPlain: true})
-	tlsArgs := []string{"--tls-ca", filepath.Join(certs, "ca.crt"), "--tls-cert", filepath.Join(certs, "client.crt"), "--tls-key", filepath.Join(certs, "client.key")}
+	n := startTLSNode(t, certs, tlsOpts{noPlain: true, password: testPass})
+	compatUser(t, n, certs)
+	tlsArgs := []string{"--tls-ca", filepath.Join(certs, "ca.crt"), "--tls-cert", filepath.Join(certs, "client.crt"), "--tls-key", filepath.Join(certs, "client.key"),
+		"--user", "compat", "--password", "compat-pass"}
 	const dir, prog = "compat/python", "redis_py_lock.py"
 	t.Logf("redis-py %s (%s) over TLS at %s", version, py, n.tlsAddr)
 	t.Run("basic", func(t *testing.T) {
@@ -678,14 +690,17 @@ func TestTLSCompatPython(t *testing.T) {
 }
 
 // TestTLSCompatNode runs ioredis + node-redlock over TLS (tls: {ca, cert,
-// key}, --tls-auth-clients yes, plaintext off): the basic checks with both
-// ioredis and redlock versions, and contending Redlock clients.
+// key}, --tls-auth-clients yes, plaintext off), authenticated as an ACL
+// user: the basic checks with both ioredis and redlock versions, and
+// contending Redlock clients.
 func TestTLSCompatNode(t *testing.T) {
 	t.Parallel()
 	node, major := findNode(t)
 	certs := makeCerts(t)
-	n := startTLSNode(t, certs, tlsOpts{noPlain: true})
-	tlsArgs := []string{"--tls-ca", filepath.Join(certs, "ca.crt"), "--tls-cert", filepath.Join(certs, "client.crt"), "--tls-key", filepath.Join(certs, "client.key")}
+	n := startTLSNode(t, certs, tlsOpts{noPlain: true, password: testPass})
+	compatUser(t, n, certs)
+	tlsArgs := []string{"--tls-ca", filepath.Join(certs, "ca.crt"), "--tls-cert", filepath.Join(certs, "client.crt"), "--tls-key", filepath.Join(certs, "client.key"),
+		"--user", "compat", "--password", "compat-pass"}
 	const prog = "redlock_workload.js"
 	for _, v := range []struct{ client, protocol, redlock string }{{"ioredis", "3", "5"}, {"ioredis5", "2", "4"}} {
 		t.Run(fmt.Sprintf("basic/%s/resp%s/redlock%s", v.client, v.protocol, v.redlock), func(t *testing.T) {

@@ -20,6 +20,7 @@
 //   --tls-ca FILE              connect over TLS, verifying the server against
 //                              the CA (and its address against the certificate)
 //   --tls-cert FILE --tls-key FILE  with --tls-ca: present this client certificate
+//   --user U --password P      authenticate as this ACL user
 //
 // Prints one JSON object as the last line of stdout and exits 0; a failed
 // check prints "FAIL: ..." on stderr and exits 1; exit code 3 means the
@@ -57,6 +58,8 @@ function parseArgs(argv) {
     tlsCA: "",
     tlsCert: "",
     tlsKey: "",
+    user: "",
+    password: "",
   };
   for (let i = 1; i < argv.length; i++) {
     const a = argv[i];
@@ -76,6 +79,8 @@ function parseArgs(argv) {
     else if (a === "--tls-ca") out.tlsCA = val();
     else if (a === "--tls-cert") out.tlsCert = val();
     else if (a === "--tls-key") out.tlsKey = val();
+    else if (a === "--user") out.user = val();
+    else if (a === "--password") out.password = val();
     else usage(`unknown argument ${a}`);
   }
   if (!["basic", "contention"].includes(out.mode)) usage(`unknown mode ${out.mode}`);
@@ -129,6 +134,10 @@ async function connect(addr) {
       opts.tls.cert = fs.readFileSync(args.tlsCert);
       opts.tls.key = fs.readFileSync(args.tlsKey);
     }
+  }
+  if (args.user) {
+    opts.username = args.user;
+    opts.password = args.password;
   }
   if (args.client === "ioredis") {
     opts.protocol = args.protocol;

@@ -10,7 +10,8 @@ Run by test/compat_python_test.go. Usage:
 TLS is --tls-ca FILE [--tls-cert FILE --tls-key FILE]: connect with
 ssl=True, verifying the server against the CA (and its address against the
 certificate), presenting the client certificate if given; the summary then
-reports the negotiated version as "tls".
+reports the negotiated version as "tls". --user U --password P authenticate
+as that ACL user.
 
 basic runs every Lock operation once and checks the result of each; worker
 takes the lock <prefix>:lock N times and, inside it, increments the plain key
@@ -67,6 +68,8 @@ def connect(args):
             kw["ssl_check_hostname"] = True
         if args.tls_cert:
             kw.update(ssl_certfile=args.tls_cert, ssl_keyfile=args.tls_key)
+    if args.user:
+        kw.update(username=args.user, password=args.password)
     r = redis.Redis(**kw)
     check(r.ping() is True, "PING")
     return r
@@ -280,6 +283,8 @@ def main():
     p.add_argument("--tls-ca", default="")
     p.add_argument("--tls-cert", default="")
     p.add_argument("--tls-key", default="")
+    p.add_argument("--user", default="")
+    p.add_argument("--password", default="")
     args = p.parse_args()
     if (args.tls_cert or args.tls_key) and not (args.tls_ca and args.tls_cert and args.tls_key):
         p.error("--tls-cert and --tls-key go together, with --tls-ca")
