@@ -29,6 +29,10 @@ type Funlock struct {
 type Fence struct {
 	Lock, Session, Owner string
 	WithOwner            bool
+	// IfEq is FENCE key IFEQ value: the key's token only while it holds
+	// exactly Value (the holder's own token read, immune to a successor).
+	IfEq  bool
+	Value string
 }
 
 // SessionOpen is a parsed SESSION.OPEN. TTL is 0 when not given.
@@ -138,6 +142,12 @@ func ParseFunlock(args [][]byte) (Funlock, error) {
 func ParseFence(args [][]byte) (Fence, error) {
 	r := Fence{Lock: string(args[1])}
 	if len(args) == 2 {
+		return r, nil
+	}
+	// FENCE key IFEQ value: four arguments, which the session form never
+	// has (session alone is three, with OWNER tag five).
+	if len(args) == 4 && strings.EqualFold(string(args[2]), "IFEQ") {
+		r.IfEq, r.Value = true, string(args[3])
 		return r, nil
 	}
 	r.Session, r.WithOwner = string(args[2]), true

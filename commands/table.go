@@ -120,7 +120,7 @@ func New() *Table {
 		// Native locks and sessions (SPEC section 3).
 		{"flock", -3, Write | Ahead | Blocking, "Acquire a fenced lock; reply the fencing token", "lock session [OWNER tag] [WAIT ms] [LIMIT n] [REQ id]"},
 		{"funlock", -3, Write | Ahead, "Release one hold of a fenced lock; reply the remaining count", "lock session [OWNER tag] [FENCE token] [REQ id]"},
-		{"fence", -2, Read, "Reply the fencing token of a lock's holder", "lock [session [OWNER tag]]"},
+		{"fence", -2, Read, "Reply the fencing token of a lock's holder, or of a key (IFEQ: only while it holds value)", "lock [session [OWNER tag]] | key IFEQ value"},
 		{"lock.info", 2, Read, "Describe a lock: holder, count, limit, token, waiters", "lock"},
 		{"lock.forceunlock", 3, Write | Ahead | Admin, "Release a lock if token is its current token", "lock token"},
 		{"session.open", -1, Write | Ahead, "Open a session; reply its id", "[TTL ms] [NAME label]"},

@@ -77,3 +77,49 @@ func TestFenceOf(t *testing.T) {
 	bothSay("l", want{null: true})
 	check("FenceOf(l, s) after FUNLOCK", s.FenceOf("l", "s", "", true, now), want{err: ErrNotOwner})
 }
+
+// TestKeyFenceIfEq: a string key's creating index while it holds exactly
+// the value, and nothing for another value, a hash, a fenced lock's name or
+// a key that expired; a key set again after it expired has a new index.
+func TestKeyFenceIfEq(t *testing.T) {
+	s := New(Config{})
+	var index uint64
+	var now int64
+	step := func(args ...string) {
+		t.Helper()
+		index++
+		now += 10
+		s.Step(index, Entry{Op: OpExec, Time: now, Args: args})
+	}
+	step("SET", "k", "v", "PX", "100")
+	created := int64(index)
+	if tok, ok := s.KeyFenceIfEq("k", "v", now); !ok || tok != created {
+		t.Errorf("FENCE k IFEQ v = %d %v, want %d", tok, ok, created)
+	}
+	for _, c := range []struct{ key, value string }{{"k", "V"}, {"k", ""}, {"none", "v"}} {
+		if tok, ok := s.KeyFenceIfEq(c.key, c.value, now); ok {
+			t.Errorf("FENCE %s IFEQ %q = %d, want none", c.key, c.value, tok)
+		}
+	}
+	if _, ok := s.KeyFenceIfEq("k", "v", now+200); ok {
+		t.Error("an expired key answered")
+	}
+	step("HSET", "h", "f", "v")
+	if _, ok := s.KeyFenceIfEq("h", "v", now); ok {
+		t.Error("a hash answered")
+	}
+	index++
+	now += 10
+	s.Step(index, Entry{Op: OpSessionOpen, Time: now, Session: "s", TTL: 10000})
+	index++
+	now += 10
+	s.Step(index, Entry{Op: OpFlock, Time: now, Session: "s", Lock: "l", Wait: NoWait})
+	if _, ok := s.KeyFenceIfEq("l", "", now); ok {
+		t.Error("a fenced lock's name answered")
+	}
+	now += 200 // k's PX has passed: SET makes it anew
+	step("SET", "k", "v")
+	if tok, ok := s.KeyFenceIfEq("k", "v", now); !ok || tok != int64(index) {
+		t.Errorf("after SET again: %d %v, want the new index %d", tok, ok, index)
+	}
+}

@@ -123,6 +123,17 @@ func (s *State) KeyFence(name string, now int64) (int64, bool) {
 	return 0, false
 }
 
+// KeyFenceIfEq answers FENCE key IFEQ value: the token of string key name
+// (the index that created it) while it holds exactly value, else none. A
+// lock holder that set the key with its own random value reads its own
+// token this way, never a successor's after its key expired.
+func (s *State) KeyFenceIfEq(name, value string, now int64) (int64, bool) {
+	if k := s.live(name, now); k != nil && k.typ == kvString && k.str == value && s.locks[name] == nil {
+		return k.created, true
+	}
+	return 0, false
+}
+
 // KeyType answers TYPE: "none", "string", "hash", "list" or "fencedlock".
 func (s *State) KeyType(name string, now int64) string {
 	if s.locks[name] != nil {

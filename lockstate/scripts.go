@@ -189,7 +189,14 @@ func (e scriptEnv) Call(args []string) reply.Value {
 	case "fence":
 		// FENCE key: the token of the key or held lock, so a script (a
 		// client that can only send scripts, such as Redisson's RScript)
-		// can read it. The session form is the native command's own.
+		// can read it; FENCE key IFEQ value, the holder's own token. The
+		// session form is the native command's own.
+		if len(args) == 4 && strings.EqualFold(args[2], "IFEQ") {
+			if tok, ok := e.s.KeyFenceIfEq(args[1], args[3], e.now); ok {
+				return reply.Int(tok)
+			}
+			return reply.Null()
+		}
 		if len(args) != 2 {
 			return reply.Error(script.ErrNotAllowed)
 		}

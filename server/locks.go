@@ -89,6 +89,12 @@ func (s *Server) fence(c *resp.Conn, args [][]byte) resp.Value {
 		return errorReply(err)
 	}
 	return s.read(c.Context(), func(st *lockstate.State, now int64) resp.Value {
+		if r.IfEq {
+			if tok, ok := st.KeyFenceIfEq(r.Lock, r.Value, now); ok {
+				return resp.Int(tok)
+			}
+			return resp.Null()
+		}
 		return resultReply(st.FenceOf(r.Lock, r.Session, r.Owner, r.WithOwner, now))
 	})
 }

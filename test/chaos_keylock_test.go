@@ -19,13 +19,10 @@ import (
 // The Redis drop-in path under faults: locks taken as redsync takes them,
 // `SET key value NX PX ttl` with a value unique to the acquisition, released
 // with redsync's compare-and-delete script by EVALSHA (EVAL after NOSCRIPT),
-// the fencing token read by a script that answers FENCE key only while the
-// key still holds this acquisition's value.
+// the fencing token read with FENCE key IFEQ value, which answers only while
+// the key still holds this acquisition's value (never a successor's token).
 
-const (
-	keyReleaseScript = `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`
-	keyTokenScript   = `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("fence",KEYS[1]) else return false end`
-)
+const keyReleaseScript = `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`
 
 // runKeys is one client of the SET NX PX workload until ctx ends.
 func (w *workload) runKeys(ctx context.Context, id int, seed uint64) {
@@ -51,9 +48,9 @@ func (w *workload) runKeys(ctx context.Context, id int, seed uint64) {
 			time.Sleep(time.Duration(20+rng.IntN(40)) * time.Millisecond)
 			continue
 		}
-		// Granted, or perhaps granted: the token script tells.
+		// Granted, or perhaps granted: FENCE key IFEQ value tells.
 		v, op = w.call(ctx, cc, histOp{Client: id, Kind: "token", Lock: key, Session: val}, time.Second,
-			"EVAL", keyTokenScript, "1", key, val)
+			"FENCE", key, "IFEQ", val)
 		op.Null, op.Token = v.Kind() == resp.KindNull, v.Integer()
 		w.h.add(op)
 		if op.Outcome != outOK || op.Err != "" || op.Null {
@@ -101,7 +98,7 @@ func (b keyBounds) mayExpire(val string, t int64) bool {
 
 // keyLockModel is the SET NX PX lock for porcupine, one partition per key.
 // The state is lockState with Holder the value the key holds (Count
-// unused): a SET NX succeeds only on a free key, the token script answers
+// unused): a SET NX succeeds only on a free key, FENCE key IFEQ value answers
 // the key's creation index only to its holder, and that index exceeds every
 // earlier one; the release script deletes only its own value; FENCE reads
 // the holder's token or null. A held key may become free at any step once
