@@ -91,7 +91,8 @@ func FuzzParse(f *testing.F) {
 		if fits("fence") {
 			r, err := ParseFence(a)
 			checkParseErr(t, err)
-			if err == nil && r.WithOwner != (len(a) > 2) {
+			ifeq := len(a) == 4 && strings.EqualFold(string(a[2]), "IFEQ")
+			if err == nil && (r.IfEq != ifeq || r.IfEq && (r.WithOwner || r.Value != string(a[3])) || !r.IfEq && r.WithOwner != (len(a) > 2)) {
 				t.Fatalf("FENCE with %d args parsed to %+v", len(a), r)
 			}
 		}
