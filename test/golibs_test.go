@@ -235,3 +235,66 @@ func TestGoRedislock094(t *testing.T) {
 		t.Fatalf("go test in %s: %v\n%s", cmd.Dir, err, out)
 	}
 }
+
+// TestGoLibsSafeToken runs the token read of docs/redsync.md and
+// docs/redislock.md: FENCE key IFEQ with the library's own value
+// (Mutex.Value(), Lock.Token()). A holder paused past its expiry reads null,
+// never its successor's token; the successor reads its own, above the
+// first. And redislock's refusal is found with errors.Is, as the page says.
+func TestGoLibsSafeToken(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOpts{})
+	c := n.client(t)
+	ctx := tctx(t)
+	rs, rl := redsync.New(goredis.NewPool(c)), redislock.New(c)
+	for _, lib := range []struct {
+		name   string
+		obtain func(key string, ttl time.Duration) (value string, err error)
+	}{
+		{"redsync", func(key string, ttl time.Duration) (string, error) {
+			m := rs.NewMutex(key, redsync.WithExpiry(ttl), redsync.WithTries(1))
+			err := m.LockContext(ctx) // Value is chosen by Lock
+			return m.Value(), err
+		}},
+		{"redislock", func(key string, ttl time.Duration) (string, error) {
+			l, err := rl.Obtain(ctx, key, ttl, nil)
+			if err != nil {
+				return "", err
+			}
+			return l.Token(), nil
+		}},
+	} {
+		key := "safe:" + lib.name
+		a, err := lib.obtain(key, 300*time.Millisecond)
+		if err != nil {
+			t.Fatalf("%s: A obtains: %v", lib.name, err)
+		}
+		tokA, err := c.Do(ctx, "FENCE", key, "IFEQ", a).Int64()
+		if err != nil {
+			t.Fatalf("%s: A's token: %v", lib.name, err)
+		}
+		time.Sleep(600 * time.Millisecond) // A pauses past its expiry
+		b, err := lib.obtain(key, 10*time.Second)
+		if err != nil {
+			t.Fatalf("%s: B obtains after A's expiry: %v", lib.name, err)
+		}
+		if v, err := c.Do(ctx, "FENCE", key, "IFEQ", a).Result(); !errors.Is(err, redis.Nil) {
+			t.Errorf("%s: paused A's safe read = %v %v, want null", lib.name, v, err)
+		}
+		if tokB, err := c.Do(ctx, "FENCE", key, "IFEQ", b).Int64(); err != nil || tokB <= tokA {
+			t.Errorf("%s: B's safe read = %d %v, want above A's %d", lib.name, tokB, err, tokA)
+		}
+	}
+	// A held lock, a retry strategy and a context that ends first: the
+	// error is not == ErrNotObtained, but errors.Is finds it or ctx's.
+	if _, err := rl.Obtain(ctx, "safe:held", time.Minute, nil); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	_, err := rl.Obtain(short, "safe:held", time.Minute, &redislock.Options{RetryStrategy: redislock.LinearBackoff(20 * time.Millisecond)})
+	if err == nil || !errors.Is(err, redislock.ErrNotObtained) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("obtaining a held lock until the context ends: %v", err)
+	}
+	t.Logf("redislock's error for a held lock with a retry strategy: %v (== ErrNotObtained: %v)", err, err == redislock.ErrNotObtained)
+}

@@ -270,6 +270,13 @@ async function basic() {
   if (args.fence) {
     tokens.push(await fence(c2, key));
     check(tokens[3] > tokens[2], "FENCE increases across acquisitions", tokens);
+    // docs/node-redlock.md's safe read: the expired (paused) holder's
+    // lock.value gets null, never the successor's token; the successor's
+    // gets its own.
+    const stale = await c.call("FENCE", key, "IFEQ", short.value);
+    check(stale === null, "the expired holder's FENCE IFEQ lock.value", stale);
+    const own = await c2.call("FENCE", key, "IFEQ", l3.value);
+    check(own === tokens[3], "the new holder's FENCE IFEQ lock.value", own);
   }
   // (redlock checks the expiry client-side first; pretend it is still valid
   // so that the server's script is what refuses)

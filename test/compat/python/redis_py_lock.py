@@ -190,6 +190,7 @@ def basic(args):
     # the old holder can neither extend nor release it
     c = r.lock(name, timeout=0.3)
     check(c.acquire(blocking=False) is True, "acquire a 300 ms lock")
+    c_token = c.local.token  # what docs/redis-py.md reads right after acquiring
     if args.fence:
         tokens.append(fence(r, name))
         check(tokens[3] > tokens[2], "FENCE increases across acquisitions", tokens)
@@ -208,6 +209,13 @@ def basic(args):
     if args.fence:
         tokens.append(fence(r, name))
         check(tokens[4] > tokens[3], "FENCE increases across acquisitions", tokens)
+        # docs/redis-py.md's safe read: the expired (paused) holder's own
+        # value gets None, never the successor's token; the successor's
+        # gets its own.
+        stale = r.execute_command("FENCE", name, "IFEQ", c_token)
+        check(stale is None, "the expired holder's FENCE IFEQ lock.local.token", stale)
+        own = other.execute_command("FENCE", name, "IFEQ", d.local.token)
+        check(own == tokens[4], "the new holder's FENCE IFEQ lock.local.token", own)
     d.release()
 
     # a lock without timeout: SET NX without TTL, cannot be extended
