@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strconv"
@@ -143,6 +144,13 @@ func (s *Server) aclCmd(c *resp.Conn, args [][]byte) resp.Value {
 		name := string(rest[0])
 		if name == "" || strings.ContainsAny(name, " \t\r\n") {
 			return resp.Error("ERR Usernames can't contain spaces or null characters")
+		}
+		if _, recorded := s.users.get(name); name == acl.DefaultUser && !recorded && s.auth.pass != nil {
+			// The default user's first record starts from the state
+			// machine's default (no password): carry --requirepass into it,
+			// or changing any rule of the default user would drop the
+			// password and open the cluster.
+			rules = append([]string{"#" + hex.EncodeToString(s.auth.pass[:])}, rules...)
 		}
 		user, admin := s.actor(c)
 		return s.propose(c.Context(), lockstate.Entry{Op: lockstate.OpACLSetUser, Name: name, Args: rules, User: user, AsAdmin: admin})

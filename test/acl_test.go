@@ -290,3 +290,25 @@ func TestACLPlantedCaught(t *testing.T) {
 		t.Errorf("the real binary: %v", p)
 	}
 }
+
+// TestACLDefaultUserKeepsPassword: changing a rule of the default user on a
+// cluster with --requirepass keeps the password: connections still need
+// it, and it still works.
+func TestACLDefaultUserKeepsPassword(t *testing.T) {
+	t.Parallel()
+	n := startAuthNode(t, nodeOpts{})
+	setUser(t, n.client(t), "default", "~*", "+@all")
+	c := dialRaw(t, n.addr)
+	defer c.nc.Close()
+	c.send("GET", "k")
+	if v := c.read(); v.kind != '-' || !strings.HasPrefix(v.str, "NOAUTH") {
+		t.Errorf("a new connection after ACL SETUSER default: %v, want -NOAUTH", v)
+	}
+	c.send("AUTH", "anything")
+	if v := c.read(); v.kind != '-' {
+		t.Errorf("AUTH with a wrong password after ACL SETUSER default: %v", v)
+	}
+	if v := mustStr(t, n.client(t), "SET", "k", "v"); v != "OK" {
+		t.Errorf("with the password: %q", v)
+	}
+}
