@@ -15,7 +15,7 @@ func TestScriptCallsCheckedAgainstTheUser(t *testing.T) {
 	step := func(e Entry) Result {
 		idx++
 		e.Time = int64(idx)
-		r, err := s.Apply(idx, e, discardWriter{})
+		r, err := s.Apply(idx, e, newMemWriter())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,8 +49,3 @@ func TestScriptCallsCheckedAgainstTheUser(t *testing.T) {
 		t.Errorf("the default user's script: %q", got)
 	}
 }
-
-type discardWriter struct{}
-
-func (discardWriter) Set(k, v []byte) error { return nil }
-func (discardWriter) Delete(k []byte) error { return nil }

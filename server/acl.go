@@ -24,7 +24,6 @@ var (
 	ErrNoPermCommand = reply.NewErr("NOPERM", "this user has no permissions to run the")
 	ErrNoPermKey     = reply.NewErr("NOPERM", "this user has no permissions to access one of the keys used as arguments")
 	ErrNoPermChannel = reply.NewErr("NOPERM", "this user has no permissions to access one of the channels used as arguments")
-	ErrNoSuchUser    = reply.NewErr("ERR", "User does not exist")
 )
 
 // permit is the dispatcher's ACL check of a command of an authenticated
@@ -70,15 +69,13 @@ func (s *Server) check(c *resp.Conn, u *acl.User, spec *commands.Spec, args [][]
 	return nil
 }
 
-// channelsOf returns the channels a pub/sub command names.
+// channelsOf returns the channels a pub/sub command names; leaving a
+// channel (UNSUBSCRIBE) is always allowed.
 func channelsOf(spec *commands.Spec, args [][]byte) [][]byte {
 	switch spec.Name {
 	case "publish":
 		return args[1:2]
-	case "subscribe", "unsubscribe":
-		if spec.Name == "unsubscribe" {
-			return nil // leaving a channel is always allowed
-		}
+	case "subscribe":
 		return args[1:]
 	}
 	return nil

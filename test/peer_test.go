@@ -233,9 +233,11 @@ func TestPeerChannelAttacks(t *testing.T) {
 			}
 			return nil
 		}},
-		{"RAFT.LINK on the client port", func() error {
-			if _, err := do(tctx(t), follower.client(t), "RAFT.LINK", "n1"); !isCode(err, "NOPERM") {
-				return fmt.Errorf("RAFT.LINK on the client port: %v, want -NOPERM", err)
+		{"RAFT.LINK and RAFT.USER on the client port", func() error {
+			for _, args := range [][]any{{"RAFT.LINK", "n1"}, {"RAFT.USER", "app"}} {
+				if _, err := do(tctx(t), follower.client(t), args...); !isCode(err, "NOPERM") {
+					return fmt.Errorf("%v on the client port: %v, want -NOPERM", args, err)
+				}
 			}
 			return nil
 		}},
