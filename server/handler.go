@@ -137,8 +137,10 @@ func (s *Server) starting(c *resp.Conn, spec *commands.Spec) bool {
 
 // redirects reports whether a follower in redirect mode answers -MOVED:
 // the client is to talk to the leader itself instead of being forwarded.
+// Another node's request (a RAFT.JOIN sent to a follower) is forwarded as
+// ever: nodes don't follow -MOVED.
 func (s *Server) redirects(c *resp.Conn, spec *commands.Spec) bool {
-	return s.cfg.Redirect && fromClient(c) && replicated(spec) && !s.node.IsLeader()
+	return s.cfg.Redirect && fromClient(c) && !fromPeer(c) && replicated(spec) && !s.node.IsLeader()
 }
 
 // onLeader runs a leaderOnly command here if this node leads, else
