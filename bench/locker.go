@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/fenced/fenced/client"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -66,114 +68,94 @@ func newClient(addr string, poolSize int, readTimeout time.Duration) *redis.Clie
 // isRedisNil reports a null reply.
 func isRedisNil(err error) bool { return errors.Is(err, redis.Nil) }
 
-// isReplyError reports an error the server answered (-TRYAGAIN, -ERR ...),
-// as opposed to a broken or refused connection.
-func isReplyError(err error) bool {
-	var re redis.Error
-	return errors.As(err, &re) && !isRedisNil(err)
-}
-
-// fencedLock is fenced's native path: a session, FLOCK (with WAIT when
-// contended) and FUNLOCK. It knows every node's address: when the
-// connection breaks (its node was killed) it moves to the next node, as a
-// client given the cluster's endpoints would, keeping its session, which
-// lives in the cluster, not in a node.
+// fencedLock is fenced's native path through the client package, as a
+// Go user takes it: a session, Mutex.TryLock or Mutex.Lock (FLOCK, with
+// WAIT when contended) and Unlock (FUNLOCK ... FENCE). The client knows
+// every node's address, starting at worker i's node i mod n: when its
+// connection breaks (its node was killed) it moves to the next, keeping
+// its session, which lives in the cluster, not in a node.
 type fencedLock struct {
-	addrs   []string
-	cur     int
-	readTO  time.Duration
-	rdb     *redis.Client
-	session string
-	flock   []any
-	funlock []any
+	c    *client.Client
+	s    *client.Session
+	m    *client.Mutex
+	wait time.Duration // 0: TryLock
 }
 
 // fencedNative returns the factory of the native path on a cluster whose
-// nodes are addrs: worker i starts on node i mod len(addrs). waitMs > 0
-// makes Acquire a FLOCK ... WAIT waitMs that queues on the server.
+// nodes are addrs. waitMs > 0 makes Acquire a Lock that queues on the
+// server for up to waitMs.
 func fencedNative(addrs []string, waitMs int) lockerFactory {
 	return func(ctx context.Context, i int, key string) (locker, error) {
-		// A waiting FLOCK may block for waitMs, so the read timeout must
-		// outlast it or go-redis would cut the wait short.
-		l := &fencedLock{addrs: addrs, cur: i % len(addrs), readTO: opTimeout + time.Duration(waitMs)*time.Millisecond}
-		l.rdb = newClient(addrs[l.cur], 1, l.readTO)
-		id, err := l.rdb.Do(ctx, "SESSION.OPEN", "TTL", sessionTTL, "NAME", fmt.Sprintf("bench-%d", i)).Text()
+		// Worker i starts at node i mod n; the rest follow in order.
+		order := append(slices.Clone(addrs[i%len(addrs):]), addrs[:i%len(addrs)]...)
+		opts, hosts, err := clientOptions(order)
 		if err != nil {
-			l.rdb.Close()
-			return nil, fmt.Errorf("SESSION.OPEN: %w", err)
+			return nil, err
 		}
-		l.session = id
-		l.flock = []any{"FLOCK", key, id}
-		if waitMs > 0 {
-			l.flock = append(l.flock, "WAIT", waitMs)
+		c, err := client.Dial(ctx, strings.Join(hosts, ","), opts)
+		if err != nil {
+			return nil, err
 		}
-		l.funlock = []any{"FUNLOCK", key, id}
-		return l, nil
+		s, err := c.NewSession(ctx, client.WithTTL(sessionTTL*time.Millisecond), client.WithName(fmt.Sprintf("bench-%d", i)))
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		return &fencedLock{c: c, s: s, m: s.Mutex(key), wait: time.Duration(waitMs) * time.Millisecond}, nil
 	}
+}
+
+// clientOptions splits the targets' addresses (host:port, or the rediss://
+// URLs of fenced-3-secure) into the options they share and their hosts.
+func clientOptions(addrs []string) (*redis.Options, []string, error) {
+	opts := &redis.Options{PoolSize: 1, DialTimeout: 2 * time.Second, WriteTimeout: 5 * time.Second}
+	hosts := make([]string, len(addrs))
+	for i, a := range addrs {
+		hosts[i] = a
+		if !strings.HasPrefix(a, "rediss://") {
+			continue
+		}
+		o, err := secureOptions(a)
+		if err != nil {
+			return nil, nil, err
+		}
+		hosts[i] = o.Addr
+		o.PoolSize, o.DialTimeout, o.WriteTimeout = opts.PoolSize, opts.DialTimeout, opts.WriteTimeout
+		opts = o
+	}
+	return opts, hosts, nil
 }
 
 func (l *fencedLock) Acquire(ctx context.Context) (int64, error) {
-	tok, err := l.rdb.Do(ctx, l.flock...).Int64()
-	switch {
-	case isRedisNil(err):
-		return 0, errNotGranted // held by another, or the WAIT ran out
-	case err != nil:
-		l.failover(err)
-		return 0, fmt.Errorf("FLOCK: %w", err)
-	case tok <= 0:
-		return 0, fmt.Errorf("FLOCK: token %d, want > 0", tok)
+	var tok int64
+	var err error
+	if l.wait > 0 {
+		wctx, cancel := context.WithTimeout(ctx, l.wait)
+		tok, err = l.m.Lock(wctx)
+		cancel()
+	} else {
+		tok, err = l.m.TryLock(ctx)
 	}
-	return tok, nil
+	if errors.Is(err, client.ErrNotObtained) && ctx.Err() == nil {
+		return 0, errNotGranted // held by another, or the wait ran out
+	}
+	return tok, err
 }
 
-// Release is FUNLOCK. A reply above 0 means the lock was granted twice to
-// this owner (reentrant), which happens only when an earlier FLOCK's answer
-// was lost in a failover and the retry took it again: it is released until
-// free, so the next cycle starts clean, and reported.
-func (l *fencedLock) Release(ctx context.Context) error {
-	left, err := l.rdb.Do(ctx, l.funlock...).Int64()
-	if err != nil {
-		l.failover(err)
-		return fmt.Errorf("FUNLOCK: %w", err)
-	}
-	if left == 0 {
-		return nil
-	}
-	extra := left
-	for range 100 {
-		if left, err = l.rdb.Do(ctx, l.funlock...).Int64(); err != nil {
-			l.failover(err)
-			return fmt.Errorf("FUNLOCK: %w", err)
-		}
-		if left == 0 {
-			return fmt.Errorf("FUNLOCK: hold count %d left, want 0 (released the extra holds)", extra)
-		}
-	}
-	return fmt.Errorf("FUNLOCK: hold count %d does not reach 0", left)
-}
-
-// failover moves to the next node when the connection itself failed; a
-// reply error (-TRYAGAIN while a new leader is elected) keeps the node.
-func (l *fencedLock) failover(err error) {
-	if isReplyError(err) || len(l.addrs) < 2 || errors.Is(err, context.Canceled) {
-		return
-	}
-	l.rdb.Close()
-	l.cur = (l.cur + 1) % len(l.addrs)
-	l.rdb = newClient(l.addrs[l.cur], 1, l.readTO)
-}
+func (l *fencedLock) Release(ctx context.Context) error { return l.m.Unlock(ctx) }
 
 func (l *fencedLock) Close() error {
 	// A fresh context: the session must go even if the run was interrupted.
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	n, err := l.rdb.Do(ctx, "SESSION.KILL", l.session).Int64()
-	l.rdb.Close()
+	lost := l.s.Err()
+	err := l.s.Close(ctx)
+	l.c.Close()
 	switch {
+	case lost != nil:
+		return fmt.Errorf("session lost during the step: %w", lost)
 	case err != nil:
-		return fmt.Errorf("SESSION.KILL: %w", err)
-	case n != 1:
-		return fmt.Errorf("SESSION.KILL: session %s was no longer open (expired during the step)", l.session)
+		return err
 	}
 	return nil
 }
