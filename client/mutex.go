@@ -143,7 +143,8 @@ func (m *Mutex) lock(ctx context.Context, wait bool) (int64, error) {
 // unknown reports an error that is not the server's answer: the request
 // may or may not have been applied.
 func unknown(err error) bool {
-	return err != nil && errCode(err) == "" && !errors.Is(err, redis.Nil) && !errors.Is(err, ErrNotObtained)
+	return err != nil && errCode(err) == "" && !errors.Is(err, redis.Nil) &&
+		!errors.Is(err, ErrNotObtained) && !errors.Is(err, ErrSessionLost)
 }
 
 // send runs a FLOCK. A waiting one goes out on its own goroutine so that
@@ -166,6 +167,11 @@ func (m *Mutex) send(ctx context.Context, wait time.Duration, before int64, args
 	select {
 	case r := <-ch:
 		return r.v, r.resent, r.err
+	case <-m.s.Done():
+		// The server ends the session's waits itself; the client stops
+		// listening, which matters when the node is cut off and its
+		// answer would never come.
+		return nil, false, m.s.Err()
 	case <-ctx.Done():
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -34,9 +33,9 @@ type Session struct {
 
 	ctx  context.Context // cancelled, with the reason as cause, when the session ends
 	end  context.CancelCauseFunc
-	stop chan struct{} // closed by Close: the heartbeat loop returns
+	beat context.Context // the heartbeats' context: ctx, also cancelled by Close
+	stop context.CancelFunc
 	done chan struct{} // closed when the heartbeat loop has returned
-	once sync.Once
 }
 
 // NewSession opens a session (SESSION.OPEN) and starts its heartbeats.
@@ -64,8 +63,9 @@ func (c *Client) NewSession(ctx context.Context, opts ...SessionOption) (*Sessio
 	if !ok || id == "" {
 		return nil, fmt.Errorf("client: SESSION.OPEN answered %v (%T), want a session id", v, v)
 	}
-	s := &Session{c: c, id: id, ttl: cfg.ttl, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Session{c: c, id: id, ttl: cfg.ttl, done: make(chan struct{})}
 	s.ctx, s.end = context.WithCancelCause(context.Background())
+	s.beat, s.stop = context.WithCancel(s.ctx)
 	go s.heartbeats(sent)
 	return s, nil
 }
@@ -107,20 +107,19 @@ func (s *Session) heartbeats(lastOK time.Time) {
 	for {
 		t := time.NewTimer(time.Until(next))
 		select {
-		case <-s.stop:
-			t.Stop()
-			return
-		case <-s.ctx.Done():
+		case <-s.beat.Done():
 			t.Stop()
 			return
 		case <-t.C:
 		}
 		expiry := lastOK.Add(s.ttl)
-		ctx, cancel := context.WithDeadline(s.ctx, expiry)
+		ctx, cancel := context.WithDeadline(s.beat, expiry)
 		sent := time.Now()
 		_, _, err := s.c.call(ctx, 0, "SESSION.HEARTBEAT", s.id)
 		cancel()
 		switch {
+		case s.beat.Err() != nil:
+			return // closed or lost meanwhile
 		case err == nil:
 			lastOK = sent
 			next = sent.Add(interval)
@@ -141,7 +140,7 @@ func (s *Session) heartbeats(lastOK time.Time) {
 // count) and answers its waiting Locks. A session that is already lost is
 // only stopped.
 func (s *Session) Close(ctx context.Context) error {
-	s.once.Do(func() { close(s.stop) })
+	s.stop()
 	<-s.done
 	if s.ctx.Err() != nil {
 		return nil

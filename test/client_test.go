@@ -163,6 +163,12 @@ func TestClientSessionLoss(t *testing.T) {
 			t.Fatal(err)
 		}
 		work := m.Context(context.Background())
+		// A Lock of the same session waits behind another session.
+		other := openSession(t, raw, 60000, "other")
+		mustInt(t, raw, "FLOCK", "loss-cut-wait", other)
+		waiting := make(chan error, 1)
+		go func() { _, err := s.Mutex("loss-cut-wait").Lock(context.Background()); waiting <- err }()
+		eventually(t, 10*time.Second, "the Lock queued", func() bool { _, w := lockHolder(t, raw, "loss-cut-wait"); return w == 1 })
 		time.Sleep(ttl) // a few heartbeats go through
 		p.blackhole(true)
 		cut := time.Now()
@@ -173,6 +179,14 @@ func TestClientSessionLoss(t *testing.T) {
 		}
 		<-work.Done()
 		t.Logf("Done %v after the cut", time.Since(cut))
+		select {
+		case err := <-waiting:
+			if !errors.Is(err, client.ErrSessionLost) {
+				t.Fatalf("the waiting Lock: %v, want ErrSessionLost", err)
+			}
+		case <-time.After(time.Second):
+			t.Fatal("the waiting Lock still waits after the session was lost")
+		}
 		if !errors.Is(s.Err(), client.ErrSessionLost) || !errors.Is(context.Cause(work), client.ErrSessionLost) {
 			t.Fatalf("Err %v, Context cause %v; want ErrSessionLost", s.Err(), context.Cause(work))
 		}
