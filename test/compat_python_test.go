@@ -133,6 +133,7 @@ type compatSummary struct {
 	Redlock      string     `json:"redlock"`
 	RedisPy      string     `json:"redis_py"`
 	TLS          string     `json:"tls"` // the TLS version negotiated, "" without TLS
+	Lib          string     `json:"lib"` // the library a docs driver ran the page on
 
 	elapsed time.Duration
 }
@@ -193,6 +194,9 @@ func runCompat(t testing.TB, timeout time.Duration, dir, name string, args ...st
 	lib := strings.TrimSpace(strings.Join([]string{sum.Client, sum.Redlock}, " "))
 	if sum.RedisPy != "" {
 		lib = "redis-py " + sum.RedisPy
+	}
+	if sum.Lib != "" {
+		lib = sum.Lib
 	}
 	t.Logf("%s: %d checks passed in %v (%s)", strings.Join(args, " "), sum.Checks, sum.elapsed, lib)
 	return sum
