@@ -231,7 +231,8 @@ func writeDoc(ctx context.Context, db *sql.DB, guard *fencing.Guard, token int64
 func TestFencingPausedHolderRefused(t *testing.T) {
 	t.Parallel()
 	db, guard := startPostgres(t)
-	ctx := tctx(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	if _, err := db.ExecContext(ctx, "CREATE TABLE docs (id TEXT PRIMARY KEY, body TEXT NOT NULL, token BIGINT NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}
