@@ -6,10 +6,10 @@ DEPTH     ?= 3
 PKGS      := ./...
 SHELL     := bash
 
-.PHONY: help build run cluster test chaos exhaustive fuzz lint bench clean
+.PHONY: help build run cluster test chaos exhaustive fuzz lint bench bench-fencing clean
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
 build: ## build bin/fenced
 	$(GO) build -o $(BIN) ./cmd/fenced
@@ -60,6 +60,9 @@ lint: ## gofmt, go vet and staticcheck
 
 bench: build ## fenced (1 and 3 nodes) side by side with redis-server and etcd: tables, bench-results.json and .svg (about 8 min)
 	$(GO) run ./bench --bin $(BIN) --json bench-results.json $(BENCHFLAGS)
+
+bench-fencing: ## the SQL guard's cost per write on a real PostgreSQL: BEGIN; UPDATE; COMMIT with and without fencing.Guard.Check (about 1 min)
+	$(GO) test -run '^$$' -bench '^BenchmarkGuard' -benchtime 3s -count 5 ./fencing
 
 clean: ## remove build output
 	rm -rf bin bench-results.json bench-results.svg chaos-report.txt

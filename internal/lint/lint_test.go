@@ -37,6 +37,7 @@ var rules = []struct {
 	{"session", []string{"internal/ms", "internal/plant", "reply"}, nil,
 		"the leader's side of sessions (clock, ticks, new ids and TTLs), not the state machine nor the wire"},
 	{"cmd/fenced", []string{"server"}, nil, "main parses flags and calls the server package"},
+	{"fencing", nil, nil, "the resource side of a token: the standard library only (database/sql without a driver, net/http), so any driver and router fit"},
 }
 
 // clockAndChance is what a deterministic package may not import: clocks,
@@ -111,6 +112,7 @@ func TestImportRules(t *testing.T) {
 	}
 	walk("cmd/fenced")
 	walk("bench")
+	walk("fencing") // a library for users, imported by no command
 	isStd := func(imp string) bool {
 		p, err := ctx.Import(imp, top, build.FindOnly)
 		return err == nil && p.Goroot
@@ -131,6 +133,7 @@ func TestImportRulesCatch(t *testing.T) {
 		"lockstate": {module + "/commands", module + "/script"}, "session": {"time", module + "/internal/ms"},
 		"cmd/fenced": {"os", module + "/server"}, "raftstore": {"github.com/hashicorp/raft"},
 		"internal/glob": nil, "acl": {"crypto/sha256", module + "/commands", module + "/internal/glob"},
+		"fencing": {"database/sql", "net/http"},
 	}
 	isStd := func(imp string) bool { return !strings.Contains(imp, ".") }
 	if bad := check(ok, isStd); len(bad) != 0 {
@@ -145,6 +148,7 @@ func TestImportRulesCatch(t *testing.T) {
 		{"commands", "github.com/redis/go-redis/v9", "commands imports github.com/redis/go-redis/v9"},
 		{"server", "github.com/hashicorp/raft", "server imports github.com/hashicorp/raft (only raftstore"},
 		{"cmd/fenced", module + "/lockstate", "cmd/fenced imports lockstate"},
+		{"fencing", "github.com/lib/pq", "fencing imports github.com/lib/pq"},
 	} {
 		g := map[string][]string{}
 		for k, v := range ok {
