@@ -2,12 +2,16 @@ package client_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log"
+	"path/filepath"
 	"time"
 
 	"github.com/fenced/fenced/client"
+	"github.com/fenced/fenced/fencing"
+	_ "github.com/ncruces/go-sqlite3/driver" // SQLite in pure Go, for the examples
 )
 
 // A lock held under a session: the token goes with every write to the
@@ -117,4 +121,69 @@ func ExampleSession_Done() {
 	<-work.Done()
 	fmt.Println(errors.Is(s.Err(), client.ErrSessionLost), errors.Is(context.Cause(work), client.ErrSessionLost))
 	// Output: true true
+}
+
+// sellApple is the README's first Go example: a lock from fenced, and its
+// token checked by the database in the same transaction as the write it
+// guards (package fencing). A holder that was paused while its lock moved
+// on gets fencing.ErrStaleToken instead of overwriting its successor.
+func sellApple(ctx context.Context, s *client.Session, db *sql.DB, guard *fencing.Guard) error {
+	m := s.Mutex("stock/apples")
+	tok, err := m.Lock(ctx) // waits in line (FIFO) until granted or ctx ends
+	if err != nil {
+		return err
+	}
+	defer m.Unlock(ctx)
+
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := guard.Check(ctx, tx, "stock/apples", tok); err != nil {
+		return err // fencing.ErrStaleToken: a newer holder has written
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE stock SET n = n - 1 WHERE item = 'apples'"); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func Example_fencedWrite() {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite3", "file:"+filepath.Join(tmpDir, "shop.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	guard, err := fencing.NewGuard(fencing.SQLite, "fencing_tokens") // or fencing.PostgreSQL
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, ddl := range []string{guard.DDL(), "CREATE TABLE stock (item TEXT PRIMARY KEY, n INT)", "INSERT INTO stock VALUES ('apples', 10)"} {
+		if _, err := db.ExecContext(ctx, ddl); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	c, err := client.Dial(ctx, addr, nil) // or "host1:6379,host2:6379,host3:6379"
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	s, err := c.NewSession(ctx) // heartbeats every TTL/3 until s.Close
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close(ctx)
+
+	if err := sellApple(ctx, s, db, guard); err != nil {
+		log.Fatal(err)
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT n FROM stock WHERE item = 'apples'").Scan(&n); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("apples left:", n)
+	// Output: apples left: 9
 }

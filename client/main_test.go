@@ -13,8 +13,8 @@ import (
 
 // addr is the fenced node the examples and tests of this package talk to:
 // a real server, built from this tree and started by TestMain on a free
-// port with a temporary data directory.
-var addr string
+// port with a temporary data directory; tmpDir is for the examples' files.
+var addr, tmpDir string
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -27,6 +27,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	tmpDir = dir
 	bin := filepath.Join(dir, "fenced")
 	build := exec.Command("go", "build", "-o", bin, "github.com/fenced/fenced/cmd/fenced")
 	if out, err := build.CombinedOutput(); err != nil {

@@ -37,6 +37,7 @@ var rules = []struct {
 	{"session", []string{"internal/ms", "internal/plant", "reply"}, nil,
 		"the leader's side of sessions (clock, ticks, new ids and TTLs), not the state machine nor the wire"},
 	{"cmd/fenced", []string{"server"}, nil, "main parses flags and calls the server package"},
+	{"client", []string{"github.com/redis/go-redis/v9"}, nil, "the Go client: go-redis and the standard library only, no server package, so users import it alone"},
 	{"fencing", nil, nil, "the resource side of a token: the standard library only (database/sql without a driver, net/http), so any driver and router fit"},
 }
 
@@ -113,6 +114,7 @@ func TestImportRules(t *testing.T) {
 	walk("cmd/fenced")
 	walk("bench")
 	walk("fencing") // a library for users, imported by no command
+	walk("client")  // likewise (the benchmark imports it too)
 	isStd := func(imp string) bool {
 		p, err := ctx.Import(imp, top, build.FindOnly)
 		return err == nil && p.Goroot
@@ -134,6 +136,7 @@ func TestImportRulesCatch(t *testing.T) {
 		"cmd/fenced": {"os", module + "/server"}, "raftstore": {"github.com/hashicorp/raft"},
 		"internal/glob": nil, "acl": {"crypto/sha256", module + "/commands", module + "/internal/glob"},
 		"fencing": {"database/sql", "net/http"},
+		"client":  {"context", "github.com/redis/go-redis/v9/maintnotifications"},
 	}
 	isStd := func(imp string) bool { return !strings.Contains(imp, ".") }
 	if bad := check(ok, isStd); len(bad) != 0 {
@@ -149,6 +152,7 @@ func TestImportRulesCatch(t *testing.T) {
 		{"server", "github.com/hashicorp/raft", "server imports github.com/hashicorp/raft (only raftstore"},
 		{"cmd/fenced", module + "/lockstate", "cmd/fenced imports lockstate"},
 		{"fencing", "github.com/lib/pq", "fencing imports github.com/lib/pq"},
+		{"client", module + "/lockstate", "client imports lockstate"},
 	} {
 		g := map[string][]string{}
 		for k, v := range ok {
