@@ -207,8 +207,8 @@ func startPostgres(t *testing.T) (*sql.DB, *fencing.Guard) {
 	return db, guard
 }
 
-// writeDoc is a holder's fenced write: BEGIN; Check; UPDATE; COMMIT.
-func writeDoc(ctx context.Context, db *sql.DB, guard *fencing.Guard, token int64, body string) error {
+// writeDocRow is a holder's fenced write: BEGIN; Check; UPDATE; COMMIT.
+func writeDocRow(ctx context.Context, db *sql.DB, guard *fencing.Guard, token int64, body string) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -252,7 +252,7 @@ func TestFencingPausedHolderRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeDoc(ctx, db, guard, tokA, "A, first"); err != nil {
+	if err := writeDocRow(ctx, db, guard, tokA, "A, first"); err != nil {
 		t.Fatalf("A's write with its current token %d: %v", tokA, err)
 	}
 	// A pauses now: no heartbeat, no command. B waits on the server until
@@ -266,12 +266,12 @@ func TestFencingPausedHolderRefused(t *testing.T) {
 	if tokB <= tokA {
 		t.Fatalf("B's token %d is not above A's %d", tokB, tokA)
 	}
-	if err := writeDoc(ctx, db, guard, tokB, "B"); err != nil {
+	if err := writeDocRow(ctx, db, guard, tokB, "B"); err != nil {
 		t.Fatalf("B's write with token %d: %v", tokB, err)
 	}
 
 	// A wakes up believing it still holds the lock.
-	err = writeDoc(ctx, db, guard, tokA, "A, after the pause")
+	err = writeDocRow(ctx, db, guard, tokA, "A, after the pause")
 	var stale *fencing.StaleTokenError
 	if !errors.Is(err, fencing.ErrStaleToken) || !errors.As(err, &stale) || stale.Highest != tokB {
 		t.Fatalf("A's write with its old token %d: %v; want ErrStaleToken with highest %d", tokA, err, tokB)
