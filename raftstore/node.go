@@ -37,12 +37,13 @@ var (
 )
 
 // Clock is the cluster clock that stamps proposed entries (session.Clock):
-// Now is the cluster time and Wall the node's wall clock, both in ms. The
+// Now is the cluster time, and Stamp the cluster time and the node's wall
+// clock of a new entry, read together, all in ms. The
 // node calls Lead once it is the ready leader of a term, having applied
 // every earlier entry, and Follow when it no longer leads.
 type Clock interface {
 	Now() int64
-	Wall() int64
+	Stamp() (now, wall int64)
 	Lead()
 	Follow()
 }
@@ -389,7 +390,7 @@ func (n *Node) Enqueue(e lockstate.Entry) (wait func() (lockstate.Result, error)
 	if !n.CanPropose() {
 		return nil, n.notReady()
 	}
-	e.Time, e.Wall = n.cfg.Clock.Now(), n.cfg.Clock.Wall()
+	e.Time, e.Wall = n.cfg.Clock.Stamp()
 	f := n.raft.Apply(e.Encode(nil), n.cfg.ApplyTimeout)
 	return func() (lockstate.Result, error) { return n.result(f) }, nil
 }

@@ -20,10 +20,10 @@ import (
 // sinceClock is the cluster clock of these tests: ms since start.
 type sinceClock func() int64
 
-func (c sinceClock) Now() int64  { return c() }
-func (c sinceClock) Wall() int64 { return time.Now().UnixMilli() }
-func (c sinceClock) Lead()       {}
-func (c sinceClock) Follow()     {}
+func (c sinceClock) Now() int64            { return c() }
+func (c sinceClock) Stamp() (int64, int64) { return c(), time.Now().UnixMilli() }
+func (c sinceClock) Lead()                 {}
+func (c sinceClock) Follow()               {}
 
 func newSinceClock() sinceClock {
 	start := time.Now()

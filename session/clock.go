@@ -30,7 +30,16 @@ type Clock struct {
 	// wallOffset is this node's --clock-offset: it shifts Wall (and the
 	// planted WallClockExpiry bug's stamps), never the cluster time.
 	wallOffset time.Duration
+	// wallGap is Stamp's wall clock minus cluster time, kept while it
+	// stays within wallResync of the wall clock (gapSet says it is set).
+	wallGap int64
+	gapSet  bool
 }
+
+// wallResync is how far the wall clock may move from the cluster time
+// plus wallGap (a step of the system clock, or slow drift) before Stamp
+// takes the gap afresh.
+const wallResync = 1000
 
 // NewClock starts the clock at cluster time start (the last applied entry's
 // time, from the state machine).
@@ -65,12 +74,31 @@ func (c *Clock) Wall() int64 {
 	return c.now().Add(c.wallOffset).UnixMilli()
 }
 
+// Stamp returns the cluster time and the wall clock (Unix ms) for a new
+// entry. The wall clock is the cluster time plus a gap that stays fixed
+// while the system clock keeps within wallResync of it: two clocks read
+// and truncated to the ms separately would make the gap wobble by a ms
+// from entry to entry, and an absolute deadline (PEXPIREAT) converted to
+// cluster time by one entry would then compare with the next one's
+// (PEXPIREAT ... GT or LT) a ms off from Redis's answer.
+func (c *Clock) Stamp() (now, wall int64) {
+	now = c.Now()
+	w := c.Wall()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gap := ms.Sub(w, now); !c.gapSet || ms.Sub(gap, c.wallGap) > wallResync || ms.Sub(c.wallGap, gap) > wallResync {
+		c.wallGap, c.gapSet = gap, true
+	}
+	return now, ms.Add(now, c.wallGap)
+}
+
 // SetWallOffset records this node's wall-clock offset (--clock-offset). The
 // cluster clock never reads the wall clock; only Wall and a planted bug do.
 func (c *Clock) SetWallOffset(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.wallOffset = d
+	c.gapSet = false
 }
 
 // Observe is called with the time of every applied entry. While following,
