@@ -223,38 +223,49 @@ func TestReentrantHolds(t *testing.T) {
 	wantErr(t, "a third Unlock", m.Unlock(ctx), client.ErrNotOwner, "")
 }
 
-// A Lock whose context is cancelled (no deadline) leaves the queue at
-// once and holds nothing afterwards, even if the lock is freed meanwhile.
+// A Lock whose context is cancelled, with or without a deadline, leaves
+// the queue at once and holds nothing afterwards, even if the lock is
+// freed meanwhile.
 func TestLockCancelLeavesQueue(t *testing.T) {
-	ctx := t.Context()
-	r := raw(t)
-	c := dial(t)
-	holder := session(t, c).Mutex(lockName(t))
-	if _, err := holder.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	s := session(t, c)
-	m := s.Mutex(lockName(t))
-	lctx, cancel := context.WithCancel(ctx)
-	errc := make(chan error, 1)
-	go func() { _, err := m.Lock(lctx); errc <- err }()
-	waitWaiters(t, r, lockName(t), 1)
-	cancel()
-	err := <-errc
-	if !errors.Is(err, client.ErrNotObtained) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled Lock: %v, want ErrNotObtained and context.Canceled", err)
-	}
-	if n := waiters(t, r, lockName(t)); n != 0 {
-		t.Fatalf("%d waiters after the cancelled Lock, want 0", n)
-	}
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if info := lockInfo(t, r, lockName(t)); info != nil {
-		t.Fatalf("LOCK.INFO %v after the holder's release, want free (the cancelled Lock must not take it)", info)
-	}
-	if m.Token() != 0 {
-		t.Fatalf("cancelled Mutex has token %d", m.Token())
+	for _, deadline := range []bool{false, true} {
+		t.Run(fmt.Sprintf("deadline=%v", deadline), func(t *testing.T) {
+			ctx := t.Context()
+			r := raw(t)
+			c := dial(t)
+			holder := session(t, c).Mutex(lockName(t))
+			if _, err := holder.Lock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			m := session(t, c).Mutex(lockName(t))
+			lctx, cancel := context.WithCancel(ctx)
+			if deadline {
+				lctx, cancel = context.WithTimeout(ctx, time.Minute)
+			}
+			errc := make(chan error, 1)
+			go func() { _, err := m.Lock(lctx); errc <- err }()
+			waitWaiters(t, r, lockName(t), 1)
+			start := time.Now()
+			cancel()
+			err := <-errc
+			if !errors.Is(err, client.ErrNotObtained) || !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancelled Lock: %v, want ErrNotObtained and context.Canceled", err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("the cancelled Lock returned after %v", d)
+			}
+			if n := waiters(t, r, lockName(t)); n != 0 {
+				t.Fatalf("%d waiters after the cancelled Lock, want 0", n)
+			}
+			if err := holder.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if info := lockInfo(t, r, lockName(t)); info != nil {
+				t.Fatalf("LOCK.INFO %v after the holder's release, want free (the cancelled Lock must not take it)", info)
+			}
+			if m.Token() != 0 {
+				t.Fatalf("cancelled Mutex has token %d", m.Token())
+			}
+		})
 	}
 }
 

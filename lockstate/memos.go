@@ -32,7 +32,10 @@ func (s *State) remember(ss *session, req string, r Result) {
 // forget drops one memo.
 func (s *State) forget(m *memo) {
 	if rf := s.refs[m.session]; rf != nil {
-		i := sort.Search(len(rf.memos), func(i int) bool { return rf.memos[i].seq >= m.seq })
+		i := 0 // the oldest, evicted by remember: the common case, without a search
+		if len(rf.memos) == 0 || rf.memos[0] != m {
+			i = sort.Search(len(rf.memos), func(i int) bool { return rf.memos[i].seq >= m.seq })
+		}
 		switch {
 		case i == len(rf.memos) || rf.memos[i] != m:
 		case i == 0:
