@@ -297,3 +297,31 @@ func checkParse[T any](t *testing.T, line string, got, want T, err, wantErr erro
 		t.Errorf("%q: message %q, want %q", line, msg(err), wantMsg)
 	}
 }
+
+// Each cap takes its limit and refuses one byte more, with its own error.
+func TestCheckCaps(t *testing.T) {
+	r := func(n int) string { return strings.Repeat("x", n) }
+	for _, c := range []struct {
+		lock, owner, req, label string
+		want                    error
+	}{
+		{r(MaxLockName), r(MaxOwner), r(MaxReq), r(MaxLabel), nil},
+		{r(MaxLockName + 1), "", "", "", ErrLockNameTooLong},
+		{"", r(MaxOwner + 1), "", "", ErrOwnerTooLong},
+		{"", "", r(MaxReq + 1), "", ErrReqTooLong},
+		{"", "", "", r(MaxLabel + 1), ErrLabelTooLong},
+	} {
+		if got := CheckCaps(c.lock, c.owner, c.req, c.label); got != c.want {
+			t.Errorf("CheckCaps(%d, %d, %d, %d bytes) = %v, want %v", len(c.lock), len(c.owner), len(c.req), len(c.label), got, c.want)
+		}
+	}
+	if _, err := ParseFlock([][]byte{[]byte("FLOCK"), []byte(r(MaxLockName + 1)), []byte("s")}); err != ErrLockNameTooLong {
+		t.Errorf("ParseFlock of a long name: %v", err)
+	}
+	if _, err := ParseFunlock([][]byte{[]byte("FUNLOCK"), []byte("l"), []byte("s"), []byte("REQ"), []byte(r(MaxReq + 1))}); err != ErrReqTooLong {
+		t.Errorf("ParseFunlock of a long REQ: %v", err)
+	}
+	if _, err := ParseSessionOpen([][]byte{[]byte("SESSION.OPEN"), []byte("NAME"), []byte(r(MaxLabel + 1))}); err != ErrLabelTooLong {
+		t.Errorf("ParseSessionOpen of a long label: %v", err)
+	}
+}

@@ -5,10 +5,48 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/fenced/fenced/reply"
 )
 
 // NoWait is Flock.Wait when no WAIT option was given.
 const NoWait = -1
+
+// Caps on the names a client gives the native commands. Each becomes part
+// of a replicated record (a lock, a waiter, a remembered request, a
+// session), so each is bounded well below the argument limit; a request
+// over a cap is refused before it is proposed, and changes nothing.
+const (
+	MaxLockName = 4096 // FLOCK's lock name
+	MaxOwner    = 256  // OWNER tags
+	MaxReq      = 128  // REQ ids
+	MaxLabel    = 1024 // SESSION.OPEN NAME labels
+)
+
+// The errors of the caps above.
+var (
+	ErrLockNameTooLong = reply.NewErr("ERR", "lock name longer than 4096 bytes")
+	ErrOwnerTooLong    = reply.NewErr("ERR", "OWNER tag longer than 256 bytes")
+	ErrReqTooLong      = reply.NewErr("ERR", "REQ id longer than 128 bytes")
+	ErrLabelTooLong    = reply.NewErr("ERR", "session NAME longer than 1024 bytes")
+)
+
+// CheckCaps refuses a lock name, owner tag, REQ id or session label over
+// its cap ("" passes: not given). The server also runs it on entries
+// another node forwards, which it did not parse itself.
+func CheckCaps(lock, owner, req, label string) error {
+	switch {
+	case len(lock) > MaxLockName:
+		return ErrLockNameTooLong
+	case len(owner) > MaxOwner:
+		return ErrOwnerTooLong
+	case len(req) > MaxReq:
+		return ErrReqTooLong
+	case len(label) > MaxLabel:
+		return ErrLabelTooLong
+	}
+	return nil
+}
 
 // Flock is a parsed FLOCK.
 type Flock struct {
@@ -116,7 +154,10 @@ func ParseFlock(args [][]byte) (Flock, error) {
 		}
 		return err
 	})
-	return r, err
+	if err != nil {
+		return r, err
+	}
+	return r, CheckCaps(r.Lock, r.Owner, r.Req, "")
 }
 
 // ParseFunlock parses FUNLOCK lock session [OWNER tag] [FENCE token] [REQ id].
@@ -135,7 +176,11 @@ func ParseFunlock(args [][]byte) (Funlock, error) {
 		}
 		return err
 	})
-	return r, err
+	if err != nil {
+		return r, err
+	}
+	// Only the REQ id is kept (remembered with the answer).
+	return r, CheckCaps("", "", r.Req, "")
 }
 
 // ParseFence parses FENCE lock [session [OWNER tag]].
@@ -176,7 +221,10 @@ func ParseSessionOpen(args [][]byte) (SessionOpen, error) {
 		}
 		return err
 	})
-	return r, err
+	if err != nil {
+		return r, err
+	}
+	return r, CheckCaps("", "", "", r.Name)
 }
 
 // ParseForceUnlock parses LOCK.FORCEUNLOCK lock token.

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 
+	"github.com/fenced/fenced/commands"
 	"github.com/fenced/fenced/lockstate"
 	"github.com/fenced/fenced/reply"
 	"github.com/fenced/fenced/resp"
@@ -73,6 +74,20 @@ func (s *Server) raftPropose(c *resp.Conn, args [][]byte) resp.Value {
 // and membership removals are the leader's own entries; a node records only
 // itself in the member table.
 func (s *Server) checkForwarded(e *lockstate.Entry, link string) error {
+	// The caps on names, as the forwarding node's parser applies them: a
+	// peer's entry is not trusted to have been parsed.
+	var err error
+	switch e.Op {
+	case lockstate.OpFlock:
+		err = commands.CheckCaps(e.Lock, e.Owner, e.Req, "")
+	case lockstate.OpFunlock:
+		err = commands.CheckCaps("", "", e.Req, "")
+	case lockstate.OpSessionOpen:
+		err = commands.CheckCaps("", "", "", e.Name)
+	}
+	if err != nil {
+		return err
+	}
 	switch e.Op {
 	case lockstate.OpSessionOpen:
 		ttl, err := session.TTLBounds{Min: s.cfg.MinTTL, Max: s.cfg.MaxTTL, Default: s.cfg.DefaultTTL}.Resolve(e.TTL)

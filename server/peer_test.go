@@ -2,16 +2,19 @@ package server
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/fenced/fenced/commands"
 	"github.com/fenced/fenced/lockstate"
 )
 
 // The leader holds a forwarded entry to what a node forwards for its
 // clients: ticks and removals are its own, a node records only itself, a
-// session's TTL is held to the leader's bounds, and the leader chooses a
-// new session's id and creation time, whatever the entry said.
+// session's TTL is held to the leader's bounds, names to their caps, and
+// the leader chooses a new session's id and creation time, whatever the
+// entry said.
 func TestCheckForwarded(t *testing.T) {
 	s := &Server{cfg: DefaultConfig()}
 	for _, e := range []lockstate.Entry{
@@ -20,6 +23,12 @@ func TestCheckForwarded(t *testing.T) {
 		{Op: lockstate.OpNodeJoin, Node: "n1", RaftAddr: "evil:1", Addr: "evil:2"}, // from link n2
 		{Op: lockstate.OpSessionOpen, TTL: 100 * 365 * 24 * 3600 * 1000},
 		{Op: lockstate.Op(200)},
+		// Over the caps the forwarding node's parser applies.
+		{Op: lockstate.OpFlock, Lock: strings.Repeat("l", commands.MaxLockName+1)},
+		{Op: lockstate.OpFlock, Lock: "l", Owner: strings.Repeat("o", commands.MaxOwner+1)},
+		{Op: lockstate.OpFlock, Lock: "l", Req: strings.Repeat("r", commands.MaxReq+1)},
+		{Op: lockstate.OpFunlock, Lock: "l", Req: strings.Repeat("r", commands.MaxReq+1)},
+		{Op: lockstate.OpSessionOpen, Name: strings.Repeat("n", commands.MaxLabel+1)},
 	} {
 		if err := s.checkForwarded(&e, "n2"); err == nil {
 			t.Errorf("%v forwarded by n2 was accepted", e.Op)
@@ -41,6 +50,11 @@ func TestCheckForwarded(t *testing.T) {
 		if err := s.checkForwarded(&lockstate.Entry{Op: op}, "n2"); err != nil {
 			t.Errorf("%v: %v", op, err)
 		}
+	}
+	atCaps := lockstate.Entry{Op: lockstate.OpFlock, Lock: strings.Repeat("l", commands.MaxLockName),
+		Owner: strings.Repeat("o", commands.MaxOwner), Req: strings.Repeat("r", commands.MaxReq)}
+	if err := s.checkForwarded(&atCaps, "n2"); err != nil {
+		t.Errorf("a FLOCK at every cap: %v", err)
 	}
 	if err := s.checkForwarded(&lockstate.Entry{Op: lockstate.OpTick}, "n2"); !errors.Is(err, ErrForwarded) {
 		t.Errorf("a forwarded tick: %v, want ErrForwarded", err)

@@ -58,8 +58,14 @@ func lockHolder(t *testing.T, c *redis.Client, lock string) (holder string, wait
 		t.Fatalf("LOCK.INFO %s: %v", lock, err)
 	}
 	m, ok := v.(map[any]any)
+	if l, isList := v.([]any); isList { // RESP2: a flat list of pairs
+		m, ok = map[any]any{}, true
+		for i := 0; i+1 < len(l); i += 2 {
+			m[l[i]] = l[i+1]
+		}
+	}
 	if !ok {
-		t.Fatalf("LOCK.INFO %s: %T %v", lock, v, v)
+		t.Fatalf("LOCK.INFO %.40s: %T", lock, v)
 	}
 	h, _ := m["holder"].(string)
 	w, _ := m["waiters"].([]any)
