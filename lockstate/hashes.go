@@ -23,6 +23,13 @@ func cmdHset(s *State, a [][]byte, now int64) reply.Value {
 	if !ok {
 		return errWrongType
 	}
+	add := 0 // an upper bound: a field set twice, or replaced, counts in full
+	for _, fv := range pairs {
+		add += elemSize(fv[0]) + elemSize(fv[1])
+	}
+	if !fits(k, add) {
+		return reply.ErrorOf(ErrRecordTooLarge)
+	}
 	if k == nil {
 		k = s.newKey(name, kvHash)
 	}
@@ -37,11 +44,15 @@ func cmdHset(s *State, a [][]byte, now int64) reply.Value {
 
 // hset sets one field; it reports whether the field is new.
 func (s *State) hset(k *kvKey, f, v string) bool {
-	_, had := k.hash[f]
+	old, had := k.hash[f]
 	if !had {
 		k.fields = append(k.fields, f)
+		k.size += elemSize(f)
+	} else {
+		k.size -= elemSize(old)
 	}
 	k.hash[f] = v
+	k.size += elemSize(v)
 	s.markDirty(kvRecKey(k.name))
 	return !had
 }
@@ -97,7 +108,8 @@ func cmdHdel(s *State, a [][]byte, now int64) reply.Value {
 	}
 	var n int64
 	for _, f := range a[2:] {
-		if _, ok := k.hash[string(f)]; ok {
+		if v, ok := k.hash[string(f)]; ok {
+			k.size -= elemSize(string(f)) + elemSize(v)
 			delete(k.hash, string(f))
 			k.fields = slices.DeleteFunc(k.fields, func(x string) bool { return x == string(f) })
 			n++
@@ -133,6 +145,9 @@ func cmdHincrBy(s *State, a [][]byte, now int64) reply.Value {
 		return errIncrOverflow
 	}
 	n += p.By
+	if !fits(k, elemSize(p.Field)+elemSize(strconv.FormatInt(n, 10))) {
+		return reply.ErrorOf(ErrRecordTooLarge)
+	}
 	if k == nil {
 		k = s.newKey(p.Key, kvHash)
 	}
@@ -146,9 +161,17 @@ func cmdPush(s *State, a [][]byte, now int64) reply.Value {
 	if !ok {
 		return errWrongType
 	}
+	add := 0
+	for _, e := range els {
+		add += elemSize(e)
+	}
+	if !fits(k, add) {
+		return reply.ErrorOf(ErrRecordTooLarge)
+	}
 	if k == nil {
 		k = s.newKey(name, kvList)
 	}
+	k.size += add
 	if a[0][0] == 'l' || a[0][0] == 'L' {
 		// LPUSH a b c leaves c b a in front.
 		slices.Reverse(els)
@@ -180,6 +203,9 @@ func cmdLpop(s *State, a [][]byte, now int64) reply.Value {
 		n = min(count, int64(len(k.list)))
 	}
 	popped := k.list[:n]
+	for _, e := range popped {
+		k.size -= elemSize(e)
+	}
 	k.list = slices.Clone(k.list[n:])
 	if n > 0 {
 		s.markDirty(kvRecKey(k.name))
@@ -214,6 +240,7 @@ func cmdBlpop(s *State, a [][]byte, now int64) reply.Value {
 			continue
 		}
 		e := k.list[0]
+		k.size -= elemSize(e)
 		k.list = slices.Clone(k.list[1:])
 		s.markDirty(kvRecKey(k.name))
 		if len(k.list) == 0 {

@@ -1,8 +1,11 @@
 package lockstate
 
 import (
+	"encoding/binary"
 	"errors"
 	"slices"
+
+	"github.com/fenced/fenced/reply"
 )
 
 // The Redis keyspace. A name is a string, hash or list key, or a held
@@ -32,6 +35,7 @@ type kvKey struct {
 	fields  []string          // kvHash: field names in insertion order, as Redis's small hashes reply them
 	hash    map[string]string // kvHash: field -> value
 	list    []string          // kvList, never empty
+	size    int               // kvHash, kvList: the elements' share of the record, elemSize each
 	created int64             // log index of the entry that created the key: FENCE key
 	ttl     bool              // timer holds the deadline
 	timer   timer
@@ -100,9 +104,33 @@ func (s *State) persist(k *kvKey) bool {
 	return true
 }
 
+// MaxRecord bounds a hash's or list's record, the one record that holds
+// all its fields or elements: a push or HSET that would take it past this
+// is refused, so every record the state accepts is one a snapshot can
+// carry (raftstore's reader takes values up to twice this).
+const MaxRecord = 32 << 20
+
+// ErrRecordTooLarge answers a push or HSET that would take its key's
+// record past MaxRecord; nothing changed.
+var ErrRecordTooLarge = reply.NewErr("ERR", "the key would grow past 32 MiB, the largest value a snapshot carries")
+
+// elemSize is an element's (or a field's, or a value's) share of its
+// record: its bytes and, at most, its length prefix.
+func elemSize(e string) int { return len(e) + binary.MaxVarintLen64 }
+
+// fits reports whether k (nil: a new key) can take add more bytes of
+// elements.
+func fits(k *kvKey, add int) bool {
+	have := 0
+	if k != nil {
+		have = k.size
+	}
+	return add <= MaxRecord-have
+}
+
 // setString makes k the string v, whatever its type was.
 func (s *State) setString(k *kvKey, v string) {
-	k.typ, k.str, k.fields, k.hash, k.list = kvString, v, nil, nil, nil
+	k.typ, k.str, k.fields, k.hash, k.list, k.size = kvString, v, nil, nil, nil, 0
 	s.markDirty(kvRecKey(k.name))
 }
 
@@ -226,6 +254,7 @@ func (s *State) loadKV(name string, r *reader) error {
 			}
 			k.fields = append(k.fields, f)
 			k.hash[f] = v
+			k.size += elemSize(f) + elemSize(v)
 		}
 		if n == 0 && r.err == nil {
 			r.fail(errors.New("empty hash"))
@@ -233,7 +262,9 @@ func (s *State) loadKV(name string, r *reader) error {
 	case kvList:
 		n := count()
 		for i := 0; i < n && r.err == nil; i++ {
-			k.list = append(k.list, r.str())
+			e := r.str()
+			k.list = append(k.list, e)
+			k.size += elemSize(e)
 		}
 		if n == 0 && r.err == nil {
 			r.fail(errors.New("empty list"))

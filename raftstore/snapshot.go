@@ -30,7 +30,9 @@ const (
 	snapMagic   = "FNCDSNAP"
 	snapVersion = 1
 	maxSnapKey  = 1 << 20
-	maxSnapVal  = 64 << 20
+	// Twice the largest record the state machine builds, so every record
+	// it accepted is one a snapshot carries (lockstate.MaxRecord).
+	maxSnapVal = 2 * lockstate.MaxRecord
 )
 
 // ErrBadSnapshot is returned by Restore for a stream that is not a valid

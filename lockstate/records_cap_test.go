@@ -1,0 +1,85 @@
+package lockstate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/fenced/fenced/reply"
+)
+
+// A hash or list record never grows past MaxRecord: the push or HSET that
+// would take it there is refused and changes nothing; a pop or HDEL makes
+// room again; the bytes counted survive a reload; and the largest record
+// accepted encodes within what raftstore's snapshot reader takes
+// (2 x MaxRecord).
+func TestRecordCap(t *testing.T) {
+	s := New(Config{})
+	w := newMemWriter()
+	index := uint64(0)
+	exec := func(args ...string) reply.Value {
+		t.Helper()
+		index++
+		r, err := s.Apply(index, Entry{Op: OpExec, Time: 10, Args: args}, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Reply
+	}
+	refused := func(v reply.Value) bool {
+		return v.Kind == reply.KindError && strings.Contains(v.Str, "would grow past 32 MiB")
+	}
+	big := strings.Repeat("v", 1<<20)
+	for _, c := range []struct {
+		name   string
+		grow   func(i int) []string
+		shrink []string
+	}{
+		{"list", func(int) []string { return []string{"RPUSH", "l", big} }, []string{"LPOP", "l"}},
+		{"hash", func(i int) []string {
+			return []string{"HSET", "h", strings.Repeat("f", 8) + string(rune('a'+i%26)) + strings.Repeat("x", i/26), big}
+		},
+			[]string{"HDEL", "h", "ffffffffa"}},
+	} {
+		n := 0
+		for ; n < 64; n++ {
+			if v := exec(c.grow(n)...); refused(v) {
+				break
+			} else if v.Kind == reply.KindError {
+				t.Fatalf("%s: %v", c.name, v.Str)
+			}
+		}
+		if n == 64 || n < 30 {
+			t.Fatalf("%s: %d elements of 1 MiB accepted, want the refusal near 32 MiB", c.name, n)
+		}
+		before := s.Hash()
+		if v := exec(c.grow(n)...); !refused(v) {
+			t.Fatalf("%s: the element past the cap: %+v", c.name, v)
+		}
+		if s.Hash() != before {
+			t.Fatalf("%s: a refused write changed the state", c.name)
+		}
+		var rec []byte
+		_ = s.Records(func(k, v []byte) error {
+			if len(v) > len(rec) {
+				rec = append(rec[:0], v...)
+			}
+			return nil
+		})
+		if len(rec) > 2*MaxRecord || len(rec) < MaxRecord-(2<<20) {
+			t.Fatalf("%s: the largest record is %d bytes, want near MaxRecord and within 2 x MaxRecord", c.name, len(rec))
+		}
+		exec(c.shrink...)
+		if v := exec(c.grow(n)...); refused(v) {
+			t.Fatalf("%s: no room after %v", c.name, c.shrink)
+		}
+		// The count is rebuilt by Load: a reloaded state refuses alike.
+		r, err := reload(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, w = r, newMemWriter()
+		if v := exec(c.grow(n + 1)...); !refused(v) {
+			t.Fatalf("%s: after a reload, the element past the cap: %+v", c.name, v)
+		}
+	}
+}
