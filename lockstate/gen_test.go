@@ -183,7 +183,7 @@ func (g *gen) next() (uint64, Entry) {
 
 // smallConfig makes every bound reachable by gen.
 func smallConfig() Config {
-	return Config{MaxSessions: 4, MaxLocksPerSession: 2, MaxWaitersPerLock: 3, ReqMemory: 4}
+	return Config{MaxSessions: 4, MaxSessionsPerUser: 3, MaxLocksPerSession: 2, MaxWaitersPerLock: 3, ReqMemory: 4}
 }
 
 // compareReads checks every read of s against the model at time now.

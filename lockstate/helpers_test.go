@@ -301,7 +301,7 @@ func errName(err error) string {
 		{ErrTooManySessions, "ErrTooManySessions"}, {ErrTooManyLocks, "ErrTooManyLocks"},
 		{ErrTooManyWaiters, "ErrTooManyWaiters"}, {ErrSessionExists, "ErrSessionExists"},
 		{ErrBadEntry, "ErrBadEntry"}, {ErrNodeRemoved, "ErrNodeRemoved"}, {ErrBadResult, "ErrBadResult"},
-		{ErrWrongType, "ErrWrongType"},
+		{ErrWrongType, "ErrWrongType"}, {ErrTooManyUserSessions, "ErrTooManyUserSessions"},
 	} {
 		if err == c.err {
 			return c.name

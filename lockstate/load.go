@@ -81,6 +81,7 @@ func (s *State) loadSession(id string, r *reader) error {
 	}
 	ss.timer.sess = ss
 	s.sessions[id] = ss
+	s.perUser[ss.user]++
 	s.schedule(&ss.timer, deadline)
 	return nil
 }

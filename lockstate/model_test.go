@@ -83,6 +83,8 @@ func (m *model) apply(index uint64, e Entry) Result {
 			r.Err = ErrSessionExists
 		case len(m.sessions) >= m.cfg.MaxSessions:
 			r.Err = ErrTooManySessions
+		case m.userSessions(e.User) >= m.cfg.MaxSessionsPerUser:
+			r.Err = ErrTooManyUserSessions
 		default:
 			m.sessions[e.Session] = &mSession{id: e.Session, name: e.Name, user: e.User, ttl: e.TTL, created: e.Created, deadline: ms.Add(now, e.TTL)}
 			r.Str = e.Session
@@ -591,4 +593,16 @@ func (m *model) waitIDs() []uint64 {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// userSessions counts user's open sessions, by a scan (the State keeps a
+// counter).
+func (m *model) userSessions(user string) int {
+	n := 0
+	for _, s := range m.sessions {
+		if s.user == user {
+			n++
+		}
+	}
+	return n
 }

@@ -104,6 +104,8 @@ func errCode(err error) byte {
 		return 12
 	case ErrWrongType:
 		return 13
+	case ErrTooManyUserSessions:
+		return 14
 	}
 	return 0
 }
@@ -136,6 +138,8 @@ func codeErr(c byte) error {
 		return ErrBadResult
 	case 13:
 		return ErrWrongType
+	case 14:
+		return ErrTooManyUserSessions
 	}
 	return nil
 }

@@ -83,3 +83,51 @@ func TestRecordCap(t *testing.T) {
 		}
 	}
 }
+
+// One user's open sessions are capped (Config.MaxSessionsPerUser): at the
+// cap the next SESSION.OPEN is refused and nothing changes, other users
+// are not affected, an ended session makes room, and the count survives a
+// reload.
+func TestSessionsPerUserCap(t *testing.T) {
+	s := New(Config{MaxSessionsPerUser: 2})
+	index := uint64(0)
+	open := func(user, id string) error {
+		t.Helper()
+		index++
+		r, err := s.Apply(index, Entry{Op: OpSessionOpen, Time: 10, Session: id, User: user, TTL: 60000}, newMemWriter())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Err
+	}
+	for _, id := range []string{"a1", "a2"} {
+		if err := open("alice", id); err != nil {
+			t.Fatalf("session %s at the cap: %v", id, err)
+		}
+	}
+	before := s.Hash()
+	if err := open("alice", "a3"); err != ErrTooManyUserSessions {
+		t.Fatalf("alice's third session: %v, want ErrTooManyUserSessions", err)
+	}
+	if s.Hash() != before {
+		t.Fatal("the refused SESSION.OPEN changed the state")
+	}
+	if err := open("bob", "b1"); err != nil {
+		t.Fatalf("bob's session: %v", err)
+	}
+	index++
+	if _, err := s.Apply(index, Entry{Op: OpSessionKill, Time: 10, Session: "a1", User: "alice"}, newMemWriter()); err != nil {
+		t.Fatal(err)
+	}
+	if err := open("alice", "a3"); err != nil {
+		t.Fatalf("alice after ending one: %v", err)
+	}
+	r, err := reload(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = r
+	if err := open("alice", "a4"); err != ErrTooManyUserSessions {
+		t.Fatalf("after a reload, alice's third session: %v, want ErrTooManyUserSessions", err)
+	}
+}

@@ -14,6 +14,10 @@ func (s *State) openSession(e Entry, now int64) Result {
 	if len(s.sessions) >= s.cfg.MaxSessions {
 		return Result{Err: ErrTooManySessions}
 	}
+	if s.perUser[e.User] >= s.cfg.MaxSessionsPerUser {
+		return Result{Err: ErrTooManyUserSessions}
+	}
+	s.perUser[e.User]++
 	ss := &session{id: e.Session, user: e.User, name: e.Name, ttl: e.TTL, created: e.Created}
 	ss.timer.sess = ss
 	s.sessions[ss.id] = ss
@@ -55,6 +59,9 @@ func (s *State) renew(ss *session, now int64) {
 // (handed on at the entry's end), and its memory of requests is dropped.
 func (s *State) endSession(ss *session) {
 	delete(s.sessions, ss.id)
+	if s.perUser[ss.user]--; s.perUser[ss.user] <= 0 {
+		delete(s.perUser, ss.user)
+	}
 	s.unschedule(&ss.timer)
 	s.markDirty(sessionKey(ss.id))
 	r := s.refs[ss.id]

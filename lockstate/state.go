@@ -20,6 +20,7 @@ type State struct {
 	wall  int64           // highest wall clock (Unix ms) of an applied entry
 
 	sessions map[string]*session
+	perUser  map[string]int   // open sessions per user (a session's user)
 	locks    map[string]*lock // held locks only: a free lock has no record
 	refs     map[string]*refs // per-session indexes, derived from the records
 	memos    map[sessReq]*memo
@@ -121,6 +122,9 @@ func newState(cfg Config, table *commands.Table) *State {
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = d.MaxSessions
 	}
+	if cfg.MaxSessionsPerUser <= 0 {
+		cfg.MaxSessionsPerUser = d.MaxSessionsPerUser
+	}
 	if cfg.MaxLocksPerSession <= 0 {
 		cfg.MaxLocksPerSession = d.MaxLocksPerSession
 	}
@@ -134,6 +138,7 @@ func newState(cfg Config, table *commands.Table) *State {
 		cfg:      cfg,
 		table:    table,
 		sessions: make(map[string]*session),
+		perUser:  make(map[string]int),
 		locks:    make(map[string]*lock),
 		refs:     make(map[string]*refs),
 		memos:    make(map[sessReq]*memo),

@@ -50,6 +50,9 @@ var (
 	ErrTooManySessions = reply.NewErr("ERR", "too many sessions")
 	ErrTooManyLocks    = reply.NewErr("ERR", "too many locks held by this session")
 	ErrTooManyWaiters  = reply.NewErr("ERR", "too many waiters on this lock")
+	// ErrTooManyUserSessions is Config.MaxSessionsPerUser: one user
+	// cannot take every session the cluster allows.
+	ErrTooManyUserSessions = reply.NewErr("ERR", "too many sessions open by this user")
 	// ErrSessionExists is returned by SESSION.OPEN when the proposed id is
 	// already in use (the leader draws 128 random bits, so this means a bug
 	// or a replayed proposal).
@@ -186,6 +189,7 @@ type Writer interface {
 // Config bounds the state. Every replica must use the same Config.
 type Config struct {
 	MaxSessions        int // open sessions
+	MaxSessionsPerUser int // open sessions of one user
 	MaxLocksPerSession int // locks held by one session
 	MaxWaitersPerLock  int // queued FLOCKs on one lock
 	ReqMemory          int // request ids remembered per session (at least 1000)
@@ -193,7 +197,7 @@ type Config struct {
 
 // DefaultConfig returns the bounds used when none are configured.
 func DefaultConfig() Config {
-	return Config{MaxSessions: 1 << 20, MaxLocksPerSession: 1 << 16, MaxWaitersPerLock: 1 << 16, ReqMemory: 1000}
+	return Config{MaxSessions: 1 << 20, MaxSessionsPerUser: 1 << 17, MaxLocksPerSession: 1 << 16, MaxWaitersPerLock: 1 << 16, ReqMemory: 1000}
 }
 
 // LockInfo describes a lock for LOCK.INFO. A free lock has Holder == "" and
