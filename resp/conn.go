@@ -27,10 +27,13 @@ type Conn struct {
 	id      int64
 	created time.Time
 	remote  string
+	local   string
 	ctx     context.Context
 	cancel  context.CancelFunc
 
 	proto      atomic.Int32
+	pubsub     atomic.Bool  // SetPubSub: the pub/sub output class, no idle timeout
+	lastActive atomic.Int64 // Unix ns of the last command read or answered (touch)
 	closeAfter atomic.Bool
 	killed     atomic.Bool // Close was called
 	unflushed  atomic.Bool // replies are buffered, waiting for the end of a pipeline
@@ -40,6 +43,9 @@ type Conn struct {
 	w   *Writer
 
 	laterState // replies not ready yet (later.go)
+
+	omu sync.Mutex // omu guards out
+	out outState   // pending output (outlimit.go)
 
 	mu         sync.Mutex // mu guards the fields below
 	name       string
@@ -69,7 +75,6 @@ func newConn(s *Server, nc net.Conn) *Conn {
 		nc:         nc,
 		id:         s.nextID.Add(1),
 		created:    time.Now(),
-		w:          NewWriter(nc),
 		limits:     s.Limits,
 		queue:      make(chan item, s.maxPipeline()),
 		finished:   make(chan struct{}, 1),
@@ -79,8 +84,13 @@ func newConn(s *Server, nc net.Conn) *Conn {
 	if a := nc.RemoteAddr(); a != nil {
 		c.remote = a.String()
 	}
+	if a := nc.LocalAddr(); a != nil {
+		c.local = a.String()
+	}
+	c.w = NewWriter(deadlineWriter{c})
 	c.ctx, c.cancel = context.WithCancel(s.baseCtx)
 	c.proto.Store(2)
+	c.touch()
 	c.rd = NewReader(nc, s.Limits)
 	return c
 }
@@ -152,6 +162,9 @@ func (c *Conn) Close() error {
 // RemoteAddr returns the client's address.
 func (c *Conn) RemoteAddr() string { return c.remote }
 
+// LocalAddr returns the server's end of the connection (CLIENT LIST's laddr).
+func (c *Conn) LocalAddr() string { return c.local }
+
 // Created returns when the connection was accepted.
 func (c *Conn) Created() time.Time { return c.created }
 
@@ -173,21 +186,16 @@ func (c *Conn) SetState(v any) {
 // Push writes v, normally built with Push(...), to the client now, between
 // two replies, and flushes it. It may be called from any goroutine. It
 // blocks while the client does not read, up to the Server's WriteTimeout.
+// It does not count v as pending output: a caller that queues pushes
+// counts them (Reserve, Release).
 func (c *Conn) Push(v Value) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	c.setWriteDeadline()
 	if err := c.w.WriteValue(v, c.Proto()); err != nil {
 		return err
 	}
 	c.unflushed.Store(false)
 	return c.w.Flush()
-}
-
-func (c *Conn) setWriteDeadline() {
-	if t := c.srv.WriteTimeout; t > 0 {
-		c.nc.SetWriteDeadline(time.Now().Add(t))
-	}
 }
 
 // serve runs the executor on the calling goroutine until the connection
@@ -229,6 +237,9 @@ func (c *Conn) readLoop() {
 	for {
 		c.applyLimits(rd)
 		args, err := rd.ReadCommand()
+		if err == nil {
+			c.touch()
+		}
 		if err != nil && isLimitError(err) && c.waitIdle() && c.applyLimits(rd) {
 			// A command still executing when the input went over the limits
 			// changed them (AUTH): read the same input with the new ones,
@@ -404,6 +415,7 @@ func (c *Conn) commandDone(size int) {
 	c.pending--
 	c.queued -= size
 	c.mu.Unlock()
+	c.touch()
 	select {
 	case c.finished <- struct{}{}:
 	default:
@@ -430,10 +442,19 @@ func (c *Conn) recoverPanic(where string) {
 
 // writeReply writes v in the connection's protocol, and flushes if asked.
 func (c *Conn) writeReply(v Value, flush bool) error {
+	proto := c.Proto()
+	if c.outputLimit().limited() {
+		// The reply is pending output until written: a reply larger than
+		// the connection's hard limit closes it, as in Redis.
+		n := EncodedLen(v, proto)
+		if err := c.Reserve(n); err != nil {
+			return err
+		}
+		defer c.Release(n)
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	c.setWriteDeadline()
-	err := c.w.WriteValue(v, c.Proto())
+	err := c.w.WriteValue(v, proto)
 	if err != nil && !errors.Is(err, errZeroValue) {
 		return err
 	}
@@ -451,7 +472,6 @@ func (c *Conn) writeReply(v Value, flush bool) error {
 func (c *Conn) lateFlush() {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	c.setWriteDeadline()
 	c.w.Flush()
 	c.unflushed.Store(false)
 }
@@ -459,7 +479,6 @@ func (c *Conn) lateFlush() {
 func (c *Conn) flush() error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	c.setWriteDeadline()
 	c.unflushed.Store(false)
 	return c.w.Flush()
 }

@@ -62,9 +62,21 @@ type Server struct {
 	// connection's Limits.MaxCommand bytes. Once reached, the connection is
 	// not read until a command finishes, which bounds its memory.
 	MaxPipeline int
-	// WriteTimeout, if positive, bounds each write of replies: a client that
-	// stops reading for that long is disconnected.
+	// WriteTimeout, if positive, bounds how long a write of replies or
+	// pushes may go without progress: a client that takes nothing from its
+	// socket for that long (its buffers are full) is disconnected.
 	WriteTimeout time.Duration
+	// IdleTimeout, if positive, closes a connection that has neither sent
+	// a command nor had one answered for that long (Redis's timeout). It
+	// does not apply to a connection with a command queued or executing (a
+	// blocked client) nor to a subscriber (Conn.SetPubSub).
+	IdleTimeout time.Duration
+	// OutputLimit bounds the pending output of a normal connection, and
+	// PubSubOutputLimit that of a subscriber (Redis's
+	// client-output-buffer-limit normal and pubsub classes); see
+	// OutputLimit and Conn.Reserve. Zero is no limit.
+	OutputLimit       OutputLimit
+	PubSubOutputLimit OutputLimit
 	// Logger receives panics and connection errors; nil discards them.
 	Logger *slog.Logger
 	// OnClose, if set, is called once per connection after it has closed
@@ -73,6 +85,7 @@ type Server struct {
 
 	inShutdown atomic.Bool
 	nextID     atomic.Int64
+	reaper     sync.Once // starts reapIdle
 	// crossLogged is when the cross-protocol guard last logged (Unix ns),
 	// crossQuiet how many connections it closed since without a log line.
 	crossLogged atomic.Int64
@@ -146,7 +159,11 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.initLocked()
 	s.listeners[&ln] = struct{}{}
+	done := s.baseCtx.Done()
 	s.mu.Unlock()
+	if s.IdleTimeout > 0 {
+		s.reaper.Do(func() { go s.reapIdle(done) })
+	}
 	defer func() {
 		s.mu.Lock()
 		delete(s.listeners, &ln)

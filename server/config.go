@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -66,8 +68,19 @@ type Config struct {
 	MaxTTL     time.Duration
 	MaxConns   int
 	Limits     resp.Limits
-	State      lockstate.Config
-	Logger     *slog.Logger
+	// WriteTimeout disconnects a client that takes nothing of its replies
+	// or messages for that long (--write-timeout; 0: never).
+	WriteTimeout time.Duration
+	// IdleTimeout closes a client connection that sent no command for that
+	// long (--timeout, Redis's timeout in seconds; 0, the default: never).
+	// Subscribers and clients blocked in a wait (FLOCK WAIT, BLPOP) are
+	// not idle.
+	IdleTimeout time.Duration
+	// OutputLimits bound each client's pending output in bytes
+	// (--client-output-buffer-limit, Redis's classes and defaults).
+	OutputLimits OutputLimits
+	State        lockstate.Config
+	Logger       *slog.Logger
 }
 
 // DefaultConfig returns the configuration of `fenced` with no flags: a
@@ -86,7 +99,29 @@ func DefaultConfig() Config {
 		MaxConns:   10000,
 		Limits:     resp.DefaultLimits(),
 		State:      lockstate.DefaultConfig(),
+		// Redis has no write timeout: its output buffer limits end a
+		// subscriber that does not read, and a normal client's replies
+		// wait in memory. fenced blocks on the socket instead, so a client
+		// that stops reading would hold its connection for good.
+		WriteTimeout: DefaultWriteTimeout,
+		OutputLimits: DefaultOutputLimits(),
 	}
+}
+
+// DefaultWriteTimeout is --write-timeout's default.
+const DefaultWriteTimeout = 60 * time.Second
+
+// OutputLimits are Redis's client-output-buffer-limit classes that fenced
+// has: normal clients and subscribers (a connection subscribed to at least
+// one channel).
+type OutputLimits struct {
+	Normal, PubSub resp.OutputLimit
+}
+
+// DefaultOutputLimits are Redis's defaults: "normal 0 0 0" (no limit) and
+// "pubsub 32mb 8mb 60".
+func DefaultOutputLimits() OutputLimits {
+	return OutputLimits{PubSub: resp.OutputLimit{Hard: 32 << 20, Soft: 8 << 20, SoftFor: 60 * time.Second}}
 }
 
 // Validate reports the first invalid field, naming it and its bound.
@@ -105,6 +140,18 @@ func (c Config) Validate() error {
 		return bad("default TTL %v is outside [%v, %v]", c.DefaultTTL, c.MinTTL, c.MaxTTL)
 	case c.MaxConns <= 0:
 		return bad("max connections must be positive")
+	case c.WriteTimeout < 0:
+		return bad("--write-timeout must be 0 (none) or positive, got %v", c.WriteTimeout)
+	case c.IdleTimeout < 0:
+		return bad("--timeout must be 0 (none) or a positive number of seconds, got %v", c.IdleTimeout)
+	}
+	for _, l := range []struct {
+		class string
+		lim   resp.OutputLimit
+	}{{"normal", c.OutputLimits.Normal}, {"pubsub", c.OutputLimits.PubSub}} {
+		if l.lim.Hard < 0 || l.lim.Soft < 0 || l.lim.SoftFor < 0 {
+			return bad("--client-output-buffer-limit %s: limits must be 0 (none) or positive, got %d %d %v", l.class, l.lim.Hard, l.lim.Soft, l.lim.SoftFor)
+		}
 	}
 	peerTLS := c.PeerCertFile != "" || c.PeerKeyFile != "" || c.PeerCAFile != ""
 	if peerTLS {
@@ -172,6 +219,101 @@ func (f passwordFlag) Set(v string) error {
 	return nil
 }
 
+// secondsFlag is --timeout: whole seconds, as Redis's timeout.
+type secondsFlag struct{ dst *time.Duration }
+
+func (f secondsFlag) String() string {
+	if f.dst == nil {
+		return "0"
+	}
+	return strconv.FormatInt(int64(*f.dst/time.Second), 10)
+}
+
+func (f secondsFlag) Set(v string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+	if err != nil || n < 0 {
+		return errors.New("want a whole number of seconds, 0 or more (0 = no timeout)")
+	}
+	*f.dst = time.Duration(n) * time.Second
+	return nil
+}
+
+// outputLimitsFlag is --client-output-buffer-limit: one or more groups of
+// "class hard soft seconds", as Redis's client-output-buffer-limit.
+type outputLimitsFlag struct{ dst *OutputLimits }
+
+func (f outputLimitsFlag) String() string {
+	if f.dst == nil {
+		return ""
+	}
+	s := func(class string, l resp.OutputLimit) string {
+		return fmt.Sprintf("%s %d %d %d", class, l.Hard, l.Soft, int64(l.SoftFor/time.Second))
+	}
+	return s("normal", f.dst.Normal) + " " + s("pubsub", f.dst.PubSub)
+}
+
+func (f outputLimitsFlag) Set(v string) error {
+	w := strings.Fields(v)
+	if len(w) == 0 || len(w)%4 != 0 {
+		return errors.New(`want "class hard soft seconds", for example "pubsub 32mb 8mb 60"`)
+	}
+	out := *f.dst
+	for ; len(w) > 0; w = w[4:] {
+		var l resp.OutputLimit
+		var err error
+		if l.Hard, err = parseMemory(w[1]); err == nil {
+			l.Soft, err = parseMemory(w[2])
+		}
+		var secs int64
+		if err == nil {
+			secs, err = strconv.ParseInt(w[3], 10, 32)
+			if err == nil && secs < 0 {
+				err = errors.New("negative")
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("bad hard, soft or seconds in %q: sizes are bytes or with a unit (k, kb, m, mb, g, gb), seconds a whole number, all 0 or more", strings.Join(w[:4], " "))
+		}
+		l.SoftFor = time.Duration(secs) * time.Second
+		switch strings.ToLower(w[0]) {
+		case "normal":
+			out.Normal = l
+		case "pubsub":
+			out.PubSub = l
+		case "replica", "slave":
+			// Redis's replicas are fenced's Raft peers, which do not use
+			// the client port: accepted, so Redis configuration files
+			// load, and unused.
+		default:
+			return fmt.Errorf("unknown client class %q: want normal or pubsub", w[0])
+		}
+	}
+	*f.dst = out
+	return nil
+}
+
+// parseMemory reads a size as Redis's configuration does: bytes, or a
+// number with a unit, k/m/g (powers of 1000) or kb/mb/gb (powers of 1024),
+// in any case.
+func parseMemory(s string) (int64, error) {
+	t := strings.ToLower(s)
+	mul := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mul    int64
+	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1000}, {"m", 1000 * 1000}, {"g", 1000 * 1000 * 1000}, {"b", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mul = strings.TrimSuffix(t, u.suffix), u.mul
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mul {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return n * mul, nil
+}
+
 // loopback reports whether host names this machine only.
 func loopback(host string) bool {
 	ip := net.ParseIP(host)
@@ -210,6 +352,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.BoolVar(&cfg.Redirect, "redirect", false, "followers answer -MOVED 0 leader:port instead of forwarding (for Redis Cluster clients)")
 	fs.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", 0, "take a snapshot after `N` new log entries (0 = 16384)")
 	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", 0, "log entries kept behind a snapshot for lagging followers (`N`, 0 = 10240)")
+	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "disconnect a client that takes nothing of its replies or messages for this `duration` (0 = never)")
+	fs.Var(secondsFlag{&cfg.IdleTimeout}, "timeout", "close a client connection idle for this many `seconds` (Redis's timeout; 0 = never; not subscribers nor blocked clients)")
+	fs.Var(outputLimitsFlag{&cfg.OutputLimits}, "client-output-buffer-limit", "`\"class hard soft seconds\"` (Redis's syntax, class normal or pubsub, sizes such as 32mb): close a client whose pending output exceeds hard bytes, or soft bytes for longer than seconds; 0 = no limit; may be repeated")
 	fs.Var(pass, "requirepass", "the default user's `password`: clients must AUTH (needed to --listen beyond loopback). Prefer the variable "+envRequirePass+" or the --config file, which ps does not show; this flag and the file win over the variable")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err

@@ -3,6 +3,7 @@ package server
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fenced/fenced/commands"
 	"github.com/fenced/fenced/resp"
@@ -155,15 +156,117 @@ func (s *Server) client(c *resp.Conn, args [][]byte) resp.Value {
 			b.WriteByte('\n')
 		}
 		return resp.BulkString(b.String())
-	case sub == "SETNAME" || sub == "GETNAME" || sub == "ID" || sub == "SETINFO" || sub == "INFO" || sub == "LIST":
+	case sub == "KILL" && len(args) >= 3:
+		return s.clientKill(c, args[2:])
+	case sub == "SETNAME" || sub == "GETNAME" || sub == "ID" || sub == "SETINFO" || sub == "INFO" || sub == "LIST" || sub == "KILL":
 		return errorReply(wrapArity("client|" + strings.ToLower(sub)))
 	}
 	return syntaxError("unknown subcommand '%s'. Try CLIENT HELP.", commands.Clip(args[1]))
 }
 
+// clientLine is a connection's line of CLIENT LIST and CLIENT INFO, with
+// Redis's field names and order, for the fields fenced has.
 func (s *Server) clientLine(c *resp.Conn) string {
-	return "id=" + strconv.FormatInt(c.ID(), 10) + " addr=" + c.RemoteAddr() + " name=" + c.Name() +
-		" db=0 resp=" + strconv.Itoa(c.Proto())
+	flags := "N"
+	if c.PubSub() {
+		flags = "P"
+	}
+	return "id=" + strconv.FormatInt(c.ID(), 10) + " addr=" + c.RemoteAddr() + " laddr=" + c.LocalAddr() +
+		" name=" + c.Name() + " age=" + strconv.FormatInt(int64(time.Since(c.Created())/time.Second), 10) +
+		" idle=" + strconv.FormatInt(int64(c.Idle()/time.Second), 10) + " flags=" + flags +
+		" db=0 sub=" + strconv.Itoa(s.pubsub.subscribed(c)) + " psub=0" +
+		" omem=" + strconv.FormatInt(c.PendingOutput(), 10) + " user=" + s.userOf(c) + " resp=" + strconv.Itoa(c.Proto())
+}
+
+// clientKill is CLIENT KILL in Redis 7's two forms: the old one, an address
+// (+OK, or an error if no client has it; it may kill the caller), and the
+// new one, filters that all must match (ID, ADDR, LADDR, USER, TYPE, SKIPME
+// yes by default), answering how many were killed. The caller, if killed,
+// gets its reply first. Only this node's clients are killed.
+func (s *Server) clientKill(c *resp.Conn, args [][]byte) resp.Value {
+	var (
+		id          int64
+		addr, laddr *string
+		user        *string
+		typ         string // "", "normal" or "pubsub"; "none" matches nobody
+		skipme      = true
+	)
+	if len(args) == 1 {
+		a := string(args[0])
+		addr, skipme = &a, false
+	} else {
+		if len(args)%2 != 0 {
+			return syntaxError("syntax error")
+		}
+		for i := 0; i < len(args); i += 2 {
+			v := string(args[i+1])
+			switch strings.ToUpper(string(args[i])) {
+			case "ID":
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil || n < 1 {
+					return syntaxError("client-id should be greater than 0")
+				}
+				id = n
+			case "ADDR":
+				addr = &v
+			case "LADDR":
+				laddr = &v
+			case "USER":
+				if _, ok := s.auth.user(v); !ok {
+					return syntaxError("No such user '%s'", commands.Clip(args[i+1]))
+				}
+				user = &v
+			case "TYPE":
+				switch t := strings.ToLower(v); t {
+				case "normal", "pubsub":
+					typ = t
+				case "master", "replica", "slave":
+					typ = "none" // fenced's replicas are Raft peers, not clients
+				default:
+					return syntaxError("Unknown client type '%s'", commands.Clip(args[i+1]))
+				}
+			case "SKIPME":
+				switch strings.ToLower(v) {
+				case "yes":
+					skipme = true
+				case "no":
+					skipme = false
+				default:
+					return syntaxError("syntax error")
+				}
+			default:
+				return syntaxError("syntax error")
+			}
+		}
+	}
+	killed, self := 0, false
+	for _, o := range s.rs.Conns() {
+		switch {
+		case id != 0 && o.ID() != id,
+			addr != nil && o.RemoteAddr() != *addr,
+			laddr != nil && o.LocalAddr() != *laddr,
+			user != nil && s.userOf(o) != *user,
+			typ == "none", typ == "pubsub" && !o.PubSub(), typ == "normal" && o.PubSub(),
+			o == c && skipme:
+			continue
+		}
+		killed++
+		if o == c {
+			self = true
+		} else {
+			o.Close()
+		}
+	}
+	if self {
+		c.CloseAfterReply()
+	}
+	if len(args) == 1 {
+		if killed == 0 {
+			return resp.Error("ERR No such client")
+		}
+		return resp.SimpleString("OK")
+	}
+	return resp.Int(int64(killed))
 }
 
 func (s *Server) time(_ *resp.Conn, _ [][]byte) resp.Value {

@@ -16,26 +16,39 @@ import (
 // down misses the messages of that time, as a Redis subscriber whose
 // connection dropped does.
 
-// subscriberQueue is how many messages may wait for a slow subscriber; a
-// subscriber that falls further behind is disconnected, as Redis does past
-// its pub/sub output buffer limit.
-const subscriberQueue = 4096
+// msgOverhead is what a queued message costs besides its encoded bytes
+// (its four resp.Values of about 90 bytes each and its queue slot), counted with them against the pub/sub output
+// limit so that many small messages are bounded as well as a few large
+// ones.
+const msgOverhead = 512
 
 type pubsub struct {
 	mu    sync.Mutex
 	chans map[string]map[*subscriber]struct{}
 }
 
-// subscriber is one subscribed connection. Messages reach it through out,
-// written by its own goroutine, so a slow client never holds up the apply
-// loop.
+// subscriber is one subscribed connection. Messages reach it through its
+// queue, written by its own goroutine, so a slow client never holds up the
+// apply loop; the queue's bytes are the connection's pending output, and a
+// subscriber past the pub/sub output limit is disconnected
+// (resp.Conn.Reserve), as Redis does.
 type subscriber struct {
-	c   *resp.Conn
-	out chan resp.Value
+	c *resp.Conn
 	// mu orders writes to the connection: SUBSCRIBE's confirmations go out
 	// before any message of the channels they confirm.
 	mu    sync.Mutex
 	chans map[string]struct{} // guarded by pubsub.mu
+
+	qmu   sync.Mutex
+	queue []queuedMsg   // guarded by qmu
+	wake  chan struct{} // signalled (never blocking) when queue grows
+}
+
+// queuedMsg is a message waiting for its subscriber, with the bytes it
+// counts as the connection's pending output.
+type queuedMsg struct {
+	v    resp.Value
+	size int
 }
 
 func newPubsub() *pubsub {
@@ -46,24 +59,62 @@ func newPubsub() *pubsub {
 func (p *pubsub) subscriberOf(c *resp.Conn) *subscriber {
 	st := stateOf(c)
 	if st.sub == nil {
-		st.sub = &subscriber{c: c, out: make(chan resp.Value, subscriberQueue), chans: make(map[string]struct{})}
+		st.sub = &subscriber{c: c, chans: make(map[string]struct{}), wake: make(chan struct{}, 1)}
 		go p.run(st.sub)
 	}
 	return st.sub
 }
 
+// enqueue queues v for the subscriber, unless that takes the connection
+// past its output limit, which closes it.
+func (sub *subscriber) enqueue(v resp.Value) {
+	n := resp.EncodedLen(v, 3) + msgOverhead
+	if sub.c.Reserve(n) != nil {
+		return // closed: its goroutine drops it
+	}
+	sub.qmu.Lock()
+	sub.queue = append(sub.queue, queuedMsg{v, n})
+	sub.qmu.Unlock()
+	select {
+	case sub.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the queued messages, emptying the queue.
+func (sub *subscriber) take() []queuedMsg {
+	sub.qmu.Lock()
+	defer sub.qmu.Unlock()
+	q := sub.queue
+	sub.queue = nil
+	return q
+}
+
 func (p *pubsub) run(sub *subscriber) {
 	defer p.drop(sub)
+	defer func() {
+		for _, m := range sub.take() {
+			sub.c.Release(m.size)
+		}
+	}()
 	ctx := sub.c.Context()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case v := <-sub.out:
+		case <-sub.wake:
+		}
+		q := sub.take()
+		for i, m := range q {
 			sub.mu.Lock()
-			err := sub.c.Push(v)
+			err := sub.c.Push(m.v)
 			sub.mu.Unlock()
+			sub.c.Release(m.size)
+			q[i] = queuedMsg{} // written: not kept alive by the batch
 			if err != nil {
+				for _, rest := range q[i+1:] {
+					sub.c.Release(rest.size)
+				}
 				sub.c.Close()
 				return
 			}
@@ -99,12 +150,7 @@ func (p *pubsub) deliver(msgs []lockstate.Message) {
 	defer p.mu.Unlock()
 	for _, m := range msgs {
 		for sub := range p.chans[m.Channel] {
-			v := resp.Push(resp.BulkString("message"), resp.BulkString(m.Channel), resp.BulkString(m.Payload))
-			select {
-			case sub.out <- v:
-			default:
-				sub.c.Close() // too slow: its goroutine drops it
-			}
+			sub.enqueue(resp.Push(resp.BulkString("message"), resp.BulkString(m.Channel), resp.BulkString(m.Payload)))
 		}
 	}
 }
@@ -132,6 +178,7 @@ func (s *Server) subscribe(c *resp.Conn, args [][]byte) resp.Value {
 	sub := p.subscriberOf(c)
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
+	c.SetPubSub(true) // before its first message is queued
 	for _, a := range args[1:] {
 		ch := string(a)
 		p.mu.Lock()
@@ -180,6 +227,9 @@ func (s *Server) unsubscribe(c *resp.Conn, args [][]byte) resp.Value {
 			n = len(sub.chans)
 			p.mu.Unlock()
 		}
+		if n == 0 {
+			c.SetPubSub(false)
+		}
 		if err := c.Push(resp.Push(resp.BulkString("unsubscribe"), resp.BulkString(ch), resp.Int(int64(n)))); err != nil {
 			c.Close()
 			break
@@ -193,6 +243,7 @@ func (p *pubsub) unsubscribeAll(c *resp.Conn) {
 	if st, _ := c.State().(*connState); st != nil && st.sub != nil {
 		p.drop(st.sub)
 	}
+	c.SetPubSub(false)
 }
 
 // inSubscribedMode is RESP2's restriction: a connection that listens on a

@@ -109,8 +109,13 @@ func Start(cfg Config) (*Server, error) {
 	for _, spec := range s.table.All() {
 		s.stats.calls[spec.Name] = new(atomic.Int64)
 	}
-	s.rs = &resp.Server{Handler: s, Limits: s.connLimits(), MaxConns: cfg.MaxConns, Logger: cfg.Logger}
-	s.peerRS = &resp.Server{Handler: peerHandler{s}, Limits: cfg.Limits, MaxConns: cfg.MaxConns, Logger: cfg.Logger}
+	s.rs = &resp.Server{Handler: s, Limits: s.connLimits(), MaxConns: cfg.MaxConns, Logger: cfg.Logger,
+		WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout,
+		OutputLimit: cfg.OutputLimits.Normal, PubSubOutputLimit: cfg.OutputLimits.PubSub}
+	// Links from other nodes idle between requests and are never
+	// subscribers; a node that stops reading its replies is let go.
+	s.peerRS = &resp.Server{Handler: peerHandler{s}, Limits: cfg.Limits, MaxConns: cfg.MaxConns, Logger: cfg.Logger,
+		WriteTimeout: cfg.WriteTimeout}
 	return s, nil
 }
 

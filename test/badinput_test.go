@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -292,5 +293,81 @@ func TestBlockingWaitDoesNotBlockOthers(t *testing.T) {
 	}
 	if len(got) != 2 || got[0].kind != ':' || got[0].num <= tok || got[1].kind != '$' || got[1].str != "after" {
 		t.Fatalf("replies on the waiting connection: %v, want [:token>%d $after]", got, tok)
+	}
+}
+
+// TestBadConnLimitFlags: bad values of the connection-limit flags refuse
+// to start, naming the flag, and serve nothing.
+func TestBadConnLimitFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ args []string }{
+		{[]string{"--timeout", "-1"}},
+		{[]string{"--timeout", "abc"}},
+		{[]string{"--timeout", "1.5"}},
+		{[]string{"--write-timeout", "-1s"}},
+		{[]string{"--write-timeout", "soon"}},
+		{[]string{"--client-output-buffer-limit", "pubsub 32mb 8mb"}},
+		{[]string{"--client-output-buffer-limit", "bogus 1 1 1"}},
+		{[]string{"--client-output-buffer-limit", "pubsub -1 0 0"}},
+		{[]string{"--client-output-buffer-limit", "pubsub 32xb 8mb 60"}},
+		{[]string{"--client-output-buffer-limit", "normal 0 0 -5"}},
+		{[]string{"--client-output-buffer-limit", "pubsub 99999999999gb 0 0"}},
+		{[]string{"--client-output-buffer-limit", ""}},
+	} {
+		args := append(tc.args, "--listen", "127.0.0.1:0", "--raft-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)))
+		out, err := runFenced(t, args...)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() == 0 || strings.Contains(out, "fenced serving") {
+			t.Errorf("%q: exit %v, want a refusal to start\n%s", tc.args, err, out)
+		}
+		if !strings.Contains(out, strings.TrimPrefix(tc.args[0], "-")) {
+			t.Errorf("%q: the message does not name the flag:\n%s", tc.args, out)
+		}
+	}
+}
+
+// TestBadClientKill: garbage CLIENT KILL arguments are answered with
+// Redis's errors, kill nobody, and the connection stays usable.
+func TestBadClientKill(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOpts{})
+	c := dialRaw(t, n.addr)
+	other := dialRaw(t, n.addr)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"CLIENT", "KILL"}, "ERR wrong number of arguments for 'client|kill' command"},
+		{[]string{"CLIENT", "KILL", "nosuch:1"}, "ERR No such client"},
+		{[]string{"CLIENT", "KILL", "ID"}, "ERR No such client"},
+		{[]string{"CLIENT", "KILL", "ID", "x"}, "ERR client-id should be greater than 0"},
+		{[]string{"CLIENT", "KILL", "ID", "0"}, "ERR client-id should be greater than 0"},
+		{[]string{"CLIENT", "KILL", "ID", "-3"}, "ERR client-id should be greater than 0"},
+		{[]string{"CLIENT", "KILL", "ID", "99999999999999999999"}, "ERR client-id should be greater than 0"},
+		{[]string{"CLIENT", "KILL", "ID", "1", "ADDR"}, "ERR syntax error"},
+		{[]string{"CLIENT", "KILL", "FOO", "bar"}, "ERR syntax error"},
+		{[]string{"CLIENT", "KILL", "SKIPME", "maybe"}, "ERR syntax error"},
+		{[]string{"CLIENT", "KILL", "USER", "nosuch"}, "ERR No such user 'nosuch'"},
+		{[]string{"CLIENT", "KILL", "TYPE", "bogus"}, "ERR Unknown client type 'bogus'"},
+		{[]string{"CLIENT", "KILL", "ADDR", strings.Repeat("a", 100000)}, ""},
+		{[]string{"CLIENT", "KILL", "ADDR", "\x00\r\n"}, ""},
+	} {
+		c.send(tc.args...)
+		v := c.read()
+		if tc.want == "" {
+			if v.kind != ':' || v.num != 0 {
+				t.Errorf("%.60q: %v, want :0", tc.args, v)
+			}
+			continue
+		}
+		if v.kind != '-' || v.str != tc.want {
+			t.Errorf("%.60q: %v, want -%s", tc.args, v, tc.want)
+		}
+	}
+	for _, cc := range []*rawConn{c, other} {
+		cc.send("PING")
+		if v := cc.read(); v.str != "PONG" {
+			t.Errorf("PING after the bad CLIENT KILLs: %v", v)
+		}
 	}
 }

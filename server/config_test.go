@@ -1,0 +1,44 @@
+package server
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fenced/fenced/resp"
+)
+
+// TestConnLimitFlags: Redis's defaults, Redis's syntax and units for
+// --client-output-buffer-limit (one class or several, repeated, from the
+// config file), --timeout in seconds, --write-timeout.
+func TestConnLimitFlags(t *testing.T) {
+	c, err := parseFlags(nil, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := OutputLimits{PubSub: resp.OutputLimit{Hard: 32 << 20, Soft: 8 << 20, SoftFor: time.Minute}}
+	if c.OutputLimits != want || c.WriteTimeout != time.Minute || c.IdleTimeout != 0 {
+		t.Errorf("defaults: %+v, write %v, idle %v", c.OutputLimits, c.WriteTimeout, c.IdleTimeout)
+	}
+	c, err = parseFlags([]string{"--client-output-buffer-limit", "normal 1kb 1k 0 pubsub 2MB 1m 5",
+		"--client-output-buffer-limit", "replica 256mb 64mb 60", "--timeout", "7", "--write-timeout", "250ms"},
+		func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = OutputLimits{Normal: resp.OutputLimit{Hard: 1024, Soft: 1000}, PubSub: resp.OutputLimit{Hard: 2 << 20, Soft: 1000000, SoftFor: 5 * time.Second}}
+	if c.OutputLimits != want || c.IdleTimeout != 7*time.Second || c.WriteTimeout != 250*time.Millisecond {
+		t.Errorf("flags: %+v, idle %v, write %v", c.OutputLimits, c.IdleTimeout, c.WriteTimeout)
+	}
+	file := filepath.Join(t.TempDir(), "fenced.conf")
+	os.WriteFile(file, []byte("client-output-buffer-limit pubsub 0 0 0\ntimeout 300\n"), 0o600)
+	c, err = parseFlags([]string{"--config", file}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.OutputLimits.PubSub != (resp.OutputLimit{}) || c.IdleTimeout != 300*time.Second {
+		t.Errorf("config file: %+v, idle %v", c.OutputLimits, c.IdleTimeout)
+	}
+}
