@@ -299,7 +299,7 @@ func checkNameIndex(s *State) error {
 		return fmt.Errorf("name index has %d names, %d keys and %d locks", n, len(s.kv), len(s.locks))
 	}
 	for k := range s.names.Ascend(btreemap.Min[nameKey](), btreemap.Max[nameKey]()) {
-		if k.hash != NameHash(k.name) || (s.kv[k.name] == nil && s.locks[k.name] == nil) {
+		if k.hash != s.nameHash(k.name) || (s.kv[k.name] == nil && s.locks[k.name] == nil) {
 			return fmt.Errorf("name index has %q, which is neither a key nor a lock", k.name)
 		}
 	}

@@ -72,11 +72,11 @@ func NameHash(name string) uint64 {
 // s.kv and s.locks: every insertion into one of them calls indexName,
 // every removal unindexName.
 func (s *State) indexName(name string) {
-	s.names.ReplaceOrInsert(nameKey{NameHash(name), name}, struct{}{})
+	s.names.ReplaceOrInsert(nameKey{s.nameHash(name), name}, struct{}{})
 }
 
 func (s *State) unindexName(name string) {
-	s.names.Delete(nameKey{NameHash(name), name})
+	s.names.Delete(nameKey{s.nameHash(name), name})
 }
 
 // scanStep is how many names one step of a Scan visits under the state

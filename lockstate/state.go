@@ -38,7 +38,8 @@ type State struct {
 
 	// names indexes the names of kv and locks in SCAN's order (scan.go):
 	// derived, never stored.
-	names *btreemap.BTreeMap[nameKey, struct{}]
+	names    *btreemap.BTreeMap[nameKey, struct{}]
+	nameHash func(string) uint64 // NameHash; tests make names collide
 
 	// Scratch of the Apply in progress.
 	index    uint64              // log index of the entry; the token of its grants
@@ -150,6 +151,7 @@ func newState(cfg Config, table *commands.Table) *State {
 		dirty:    make(map[string]struct{}),
 		kv:       make(map[string]*kvKey),
 		names:    newNameIndex(),
+		nameHash: NameHash,
 		scripts:  make(map[string]*storedScript),
 		// The limits are not configurable: a script must stop at the same
 		// step on every replica.
