@@ -61,12 +61,21 @@ func TestKeysDoesNotHoldUpApply(t *testing.T) {
 		}
 		return names, nil
 	}
+	// The baseline: the same writes while no KEYS runs, for 300 ms.
+	idle := func(ctx context.Context) ([]string, error) {
+		names := make([]string, 0, n+1)
+		for i := range n {
+			names = append(names, fmt.Sprintf("key:%07d", i))
+		}
+		time.Sleep(300 * time.Millisecond)
+		return append(names, "w"), nil
+	}
 	for _, way := range []struct {
 		name string
 		keys func(context.Context) ([]string, error)
-	}{{"in one go (before)", oneGo}, {"in steps", inSteps}} {
+	}{{"none, 300 ms idle (baseline)", idle}, {"in one go (before)", oneGo}, {"in steps", inSteps}} {
 		worst, p99, writes, took := keysWhileWriting(t, node, way.keys, n)
-		t.Logf("KEYS * over %d keys %s: took %v; %d writes committed meanwhile, p99 %v, slowest %v",
+		t.Logf("KEYS * over %d keys, %s: took %v; %d writes committed meanwhile, p99 %v, slowest %v",
 			n, way.name, took.Round(time.Millisecond), writes, p99.Round(time.Microsecond), worst.Round(time.Microsecond))
 	}
 }
