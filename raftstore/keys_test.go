@@ -50,9 +50,22 @@ func TestKeysDoesNotHoldUpApply(t *testing.T) {
 		})
 		return names, err
 	}
+	// longest is the longest a step of inSteps held the state's read
+	// lock: what an entry to apply waited for at most, on top of its
+	// share of the CPU.
+	var longest time.Duration
+	steps := 0
 	inSteps := func(ctx context.Context) ([]string, error) {
 		sc := lockstate.NewKeysScan("*")
-		if err := node.ReadSteps(ctx, sc.Step); err != nil {
+		longest, steps = 0, 0
+		step := func(st *lockstate.State, now int64) bool {
+			t0 := time.Now()
+			done := sc.Step(st, now)
+			longest = max(longest, time.Since(t0))
+			steps++
+			return done
+		}
+		if err := node.ReadSteps(ctx, step); err != nil {
 			return nil, err
 		}
 		var names []string
@@ -78,6 +91,7 @@ func TestKeysDoesNotHoldUpApply(t *testing.T) {
 		t.Logf("KEYS * over %d keys, %s: took %v; %d writes committed meanwhile, p99 %v, slowest %v",
 			n, way.name, took.Round(time.Millisecond), writes, p99.Round(time.Microsecond), worst.Round(time.Microsecond))
 	}
+	t.Logf("in steps: %d steps, the longest held the state lock for %v", steps, longest.Round(time.Microsecond))
 }
 
 // keysWhileWriting runs keys while one goroutine commits SETs, and returns
