@@ -99,7 +99,7 @@ func TestBadInputKeepsServing(t *testing.T) {
 		return b.String()
 	}
 	starry := strings.Repeat("*a", 200<<10) // a 400 KiB pattern of stars
-	
+
 	cases := []struct {
 		name    string
 		payload string
