@@ -78,6 +78,7 @@ var groups = map[string]Cats{
 	"type": CatKeyspace, "dbsize": CatKeyspace, "del": CatKeyspace, "unlink": CatKeyspace, "exists": CatKeyspace,
 	"expire": CatKeyspace, "pexpire": CatKeyspace, "expireat": CatKeyspace, "pexpireat": CatKeyspace,
 	"ttl": CatKeyspace, "pttl": CatKeyspace, "persist": CatKeyspace, "keys": CatKeyspace, "delex": CatKeyspace,
+	"scan": CatKeyspace,
 	"hset": CatHash, "hget": CatHash, "hincrby": CatHash, "hexists": CatHash, "hdel": CatHash, "hgetall": CatHash,
 	"lpush": CatList, "rpush": CatList, "lpop": CatList, "llen": CatList, "blpop": CatList,
 	"eval": CatScripting, "evalsha": CatScripting, "script": CatScripting,
@@ -96,6 +97,7 @@ var slow = map[string]bool{
 	"mget": true, "mset": true, "msetnx": true, "del": true, "unlink": true, "exists": true, "keys": true,
 	"hgetall": true, "eval": true, "evalsha": true, "script": true, "session.list": true, "info": true,
 	"command": true, "client": true, "cluster": true, "acl": true, "flock": true, "blpop": true,
+	"scan": true,
 }
 
 // adminSubs are subcommands that need the admin permission although their
@@ -178,6 +180,8 @@ func (s *Spec) KeysOf(args [][]byte) [][]byte {
 	case "mget", "del", "unlink", "exists":
 		return args[1:]
 	case "dbsize", "keys":
+		return nil
+	case "scan":
 		return nil
 	}
 	if s.Cats&(CatString|CatHash|CatList|CatFencedlock|CatKeyspace) != 0 && len(args) > 1 {

@@ -20,6 +20,8 @@ var fuzzSeeds = []string{
 	"lock.info l", "lock.info", "x a", "PING", "hello 3 SETNAME n", "client SETNAME n",
 	"SET k v NX PX 10 GET", "SET k v EX 0", "SET k v KEEPTTL EX 1", "PEXPIRE k 1 NX XX", "EXPIRE k 9223372036854776",
 	"GETRANGE k -1 5", "HINCRBY k f x", "DELEX k IFEQ v", "LPOP k -1", "HSET k f v g",
+	"SCAN 0", "SCAN 0 MATCH k* COUNT 100 TYPE string", "SCAN -1 COUNT 0", "SCAN 18446744073709551616",
+	"SCAN +7 count 9223372036854775807", "SCAN x", "SCAN 0 TYPE", "scan 1 match [a-",
 }
 
 // FuzzParse splits bytes into arguments on NUL, checks them against the
@@ -155,6 +157,21 @@ func FuzzParse(f *testing.F) {
 			_, err := ParsePairs(a, 2)
 			if err != nil && !errors.Is(err, ErrArity) {
 				t.Fatalf("ParsePairs: %v", err)
+			}
+		}
+		if fits("scan") {
+			r, err := ParseScan(a)
+			if err != nil && !errors.Is(err, ErrInvalidCursor) {
+				checkParseErr(t, err)
+			}
+			if err == nil && r.Count < 1 {
+				t.Fatalf("SCAN parsed to %+v", r)
+			}
+			// A cursor written back in decimal reads as itself.
+			if err == nil {
+				if c, ok := ParseCursor([]byte(strconv.FormatUint(r.Cursor, 10))); !ok || c != r.Cursor {
+					t.Fatalf("cursor %d read back as %d, %v", r.Cursor, c, ok)
+				}
 			}
 		}
 		if len(a) > 1 {

@@ -150,6 +150,7 @@ func New() *Table {
 		{"pttl", 2, Read | Keyspace, "Reply a key's remaining TTL in ms", "key"},
 		{"persist", 2, Write | Ahead | Keyspace, "Remove a key's TTL", "key"},
 		{"keys", 2, Read | Keyspace | Admin, "Reply the keys matching a glob pattern, sorted", "pattern"},
+		{"scan", -2, Read | Keyspace, "Reply a cursor and some keys; iterate from cursor 0 until it is 0 again", "cursor [MATCH pattern] [COUNT n] [TYPE type]"},
 		{"delex", -2, Write | Ahead | Keyspace, "Delete a key if its value matches", "key [IFEQ value|IFNE value]"},
 		{"delifeq", 3, Write | Ahead | Keyspace, "Delete a string key if its value equals", "key value"},
 		{"hset", -4, Write | Ahead | Keyspace, "Set hash fields", "key field value [field value ...]"},

@@ -41,6 +41,8 @@ func readHandler(name string) handler {
 		return cmdType
 	case "keys":
 		return cmdKeys
+	case "scan":
+		return cmdScan
 	case "getrange":
 		return cmdGetRange
 	case "dbsize":

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/RaduBerinde/btreemap"
 	"github.com/fenced/fenced/script"
 )
 
@@ -286,6 +287,20 @@ func checkInvariants(s *State) error {
 	for i, sha := range s.evalOrder {
 		if sc := s.scripts[sha]; sc == nil || !sc.byEval || (i > 0 && s.scripts[s.evalOrder[i-1]].seq >= sc.seq) {
 			return fmt.Errorf("evalOrder broken at %d", i)
+		}
+	}
+	return checkNameIndex(s)
+}
+
+// checkNameIndex verifies that SCAN's name index holds exactly the names of
+// the keys and the held locks.
+func checkNameIndex(s *State) error {
+	if n := s.names.Len(); n != len(s.kv)+len(s.locks) {
+		return fmt.Errorf("name index has %d names, %d keys and %d locks", n, len(s.kv), len(s.locks))
+	}
+	for k := range s.names.Ascend(btreemap.Min[nameKey](), btreemap.Max[nameKey]()) {
+		if k.hash != s.nameHash(k.name) || (s.kv[k.name] == nil && s.locks[k.name] == nil) {
+			return fmt.Errorf("name index has %q, which is neither a key nor a lock", k.name)
 		}
 	}
 	return nil

@@ -72,6 +72,7 @@ func (s *State) newKey(name string, t kvType) *kvKey {
 		k.hash = make(map[string]string)
 	}
 	s.kv[name] = k
+	s.indexName(name)
 	s.markDirty(kvRecKey(name))
 	return k
 }
@@ -83,6 +84,7 @@ func (s *State) deleteKey(k *kvKey) {
 		k.ttl = false
 	}
 	delete(s.kv, k.name)
+	s.unindexName(k.name)
 	s.markDirty(kvRecKey(k.name))
 }
 
@@ -284,6 +286,7 @@ func (s *State) loadKV(name string, r *reader) error {
 		return errors.New("a key and a held lock of the same name")
 	}
 	s.kv[name] = k
+	s.indexName(name)
 	if k.ttl {
 		s.schedule(&k.timer, deadline)
 	}

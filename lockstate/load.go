@@ -101,6 +101,7 @@ func (s *State) loadLock(name string, r *reader) error {
 		return errors.New("a held lock and a key of the same name")
 	}
 	s.locks[name] = l
+	s.indexName(name)
 	s.refsOf(l.session).held[name] = struct{}{}
 	return nil
 }

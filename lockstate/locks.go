@@ -49,6 +49,7 @@ func (s *State) acquire(e Entry, now int64) Result {
 		}
 		l = &lock{name: e.Lock}
 		s.locks[l.name] = l
+		s.indexName(l.name)
 		s.grant(l, e.Session, e.Owner, e.Limit)
 		return Result{Int: l.token}
 	}
@@ -141,6 +142,7 @@ func (s *State) release(l *lock) {
 	s.markDirty(lockKey(l.name))
 	if len(l.queue) == 0 {
 		delete(s.locks, l.name)
+		s.unindexName(l.name)
 		return
 	}
 	if plant.On(plant.DoubleGrant) {
@@ -198,5 +200,6 @@ func (s *State) handOff(l *lock) {
 		}
 	}
 	delete(s.locks, l.name)
+	s.unindexName(l.name)
 	s.markDirty(lockKey(l.name))
 }

@@ -3,6 +3,8 @@ package lockstate
 import (
 	"slices"
 
+	"github.com/RaduBerinde/btreemap"
+
 	"github.com/fenced/fenced/acl"
 	"github.com/fenced/fenced/commands"
 	"github.com/fenced/fenced/internal/ms"
@@ -34,6 +36,11 @@ type State struct {
 	// evalOrder is the SHA-1s of the scripts cached by EVAL, oldest first.
 	evalOrder []string
 	engine    *script.Engine
+
+	// names indexes the names of kv and locks in SCAN's order (scan.go):
+	// derived, never stored.
+	names    *btreemap.BTreeMap[nameKey, struct{}]
+	nameHash func(string) uint64 // NameHash; tests make names collide
 
 	// Scratch of the Apply in progress.
 	index    uint64              // log index of the entry; the token of its grants
@@ -148,6 +155,8 @@ func newState(cfg Config, table *commands.Table) *State {
 		users:    make(map[string]*acl.User),
 		dirty:    make(map[string]struct{}),
 		kv:       make(map[string]*kvKey),
+		names:    newNameIndex(),
+		nameHash: NameHash,
 		scripts:  make(map[string]*storedScript),
 		// The limits are not configurable: a script must stop at the same
 		// step on every replica.

@@ -77,6 +77,7 @@ func (s *State) removeWaiter(w *waiter) {
 	// once nobody waits for it any more.
 	if l.session == "" && len(l.queue) == 0 && s.locks[l.name] == l {
 		delete(s.locks, l.name)
+		s.unindexName(l.name)
 		s.markDirty(lockKey(l.name))
 	}
 }

@@ -452,6 +452,28 @@ func (n *Node) Read(ctx context.Context, fn func(st *lockstate.State, now int64)
 	return nil
 }
 
+// ReadSteps is Read for a long read (KEYS, SCAN): after the same checks it
+// calls step under the state's read lock, again and again, releasing the
+// lock in between so that applying entries waits for one step at most,
+// until step reports that it is done. The first step sees every entry
+// committed before ReadSteps was called, and each later one a state at
+// least as new; now is the same for every step. Each step must do bounded
+// work (lockstate.Scan.Step visits a fixed number of names).
+func (n *Node) ReadSteps(ctx context.Context, step func(st *lockstate.State, now int64) (done bool)) error {
+	var now int64
+	done := false
+	if err := n.Read(ctx, func(st *lockstate.State, t int64) { now, done = t, step(st, t) }); err != nil {
+		return err
+	}
+	for !done {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%w: %v", ErrNotReady, err)
+		}
+		n.fsm.read(func(st *lockstate.State) { done = step(st, now) })
+	}
+	return nil
+}
+
 func (n *Node) waitApplied(ctx context.Context, idx uint64) error {
 	idx = n.lastFSMEntry(idx)
 	for {

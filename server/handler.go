@@ -43,6 +43,8 @@ func (s *Server) nativeHandlers() map[string]handlerFunc {
 		"session.kill":      s.sessionKill,
 		"session.info":      s.sessionInfo,
 		"session.list":      s.sessionList,
+		"keys":              s.keys,
+		"scan":              s.scan,
 		"raft.snapshot":     s.raftSnapshot,
 		"raft.status":       s.raftStatus,
 		"raft.hash":         s.raftHash,

@@ -1,6 +1,9 @@
 package server
 
 import (
+	"context"
+
+	"github.com/fenced/fenced/internal/plant"
 	"github.com/fenced/fenced/lockstate"
 	"github.com/fenced/fenced/resp"
 )
@@ -42,4 +45,39 @@ func (s *Server) execRead(c *resp.Conn, args [][]byte) resp.Value {
 	return s.read(c.Context(), func(st *lockstate.State, now int64) resp.Value {
 		return resp.FromReply(st.Exec(strs, now))
 	})
+}
+
+// keys and scan walk the state in bounded steps with the state lock
+// released between them (lockstate.Scan, raftstore.Node.ReadSteps), so a
+// KEYS over a million keys, or a SCAN with a huge COUNT, never holds up
+// applying entries for longer than one step.
+func (s *Server) keys(c *resp.Conn, args [][]byte) resp.Value {
+	return s.scanSteps(c.Context(), lockstate.NewKeysScan(string(args[1])))
+}
+
+func (s *Server) scan(c *resp.Conn, args [][]byte) resp.Value {
+	sc, err := lockstate.NewScan(args)
+	if err != nil {
+		return errorReply(err)
+	}
+	return s.scanSteps(c.Context(), sc)
+}
+
+func (s *Server) scanSteps(ctx context.Context, sc *lockstate.Scan) resp.Value {
+	if err := s.readSteps(ctx, sc.Step); err != nil {
+		return errorReply(err)
+	}
+	return resp.FromReply(sc.Finish())
+}
+
+// readSteps is read for a long read: see raftstore.Node.ReadSteps.
+func (s *Server) readSteps(ctx context.Context, step func(st *lockstate.State, now int64) bool) error {
+	if plant.On(plant.StaleRead) {
+		done := false
+		for !done {
+			s.node.Local(func(st *lockstate.State) { done = step(st, max(st.Time(), s.clock.Now())) })
+		}
+		return nil
+	}
+	return s.node.ReadSteps(ctx, step)
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"time"
 
 	"github.com/fenced/fenced/commands"
@@ -60,9 +61,19 @@ func (s *Server) sessionInfo(c *resp.Conn, args [][]byte) resp.Value {
 }
 
 func (s *Server) sessionList(c *resp.Conn, _ [][]byte) resp.Value {
-	return s.read(c.Context(), func(st *lockstate.State, _ int64) resp.Value {
-		return stringsArray(st.Sessions())
+	// Only the ids' headers are copied under the state lock; sorting
+	// them, the slow part, waits until it is released.
+	var ids []string
+	v := s.read(c.Context(), func(st *lockstate.State, _ int64) resp.Value {
+		n, _ := st.Counts()
+		ids = st.SessionIDs(make([]string, 0, n))
+		return resp.Value{}
 	})
+	if v.IsError() {
+		return v
+	}
+	slices.Sort(ids)
+	return stringsArray(ids)
 }
 
 func stringsArray(ss []string) resp.Value {

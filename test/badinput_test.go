@@ -83,7 +83,24 @@ func TestBadInputKeepsServing(t *testing.T) {
 	const (
 		errOrClose outcome = iota // "-ERR Protocol error..." or closed
 		echoBig                   // the 512 KiB bulk echoed back
+		answered                  // a reply of any kind (SCAN: an answer or its error), not a close
 	)
+	// SCAN with hostile arguments, over a few keys the canary's lock joins.
+	for i := range 200 {
+		if err := cc.Set(tctx(t), fmt.Sprintf("scan:%d", i), strings.Repeat("a", i), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp := func(args ...string) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+		}
+		return b.String()
+	}
+	starry := strings.Repeat("*a", 200<<10) // a 400 KiB pattern of stars
+
 	cases := []struct {
 		name    string
 		payload string
@@ -97,6 +114,13 @@ func TestBadInputKeepsServing(t *testing.T) {
 		{"bulk of 512 KiB + 1", "*2\r\n$4\r\nECHO\r\n$" + strconv.Itoa(maxBulk+1) + "\r\n" + big + "x\r\n", errOrClose},
 		{"negative bulk length", "*1\r\n$-5\r\n", errOrClose},
 		{"bulk length not a number", "*1\r\n$abc\r\n", errOrClose},
+		{"SCAN huge COUNT", resp("SCAN", "0", "COUNT", "9223372036854775807"), answered},
+		{"SCAN huge cursor", resp("SCAN", "18446744073709551615", "COUNT", "9223372036854775807"), answered},
+		{"SCAN cursor past 2^64", resp("SCAN", "99999999999999999999999999999"), answered},
+		{"SCAN 400 KiB pattern of stars", resp("SCAN", "0", "MATCH", starry, "COUNT", "1000"), answered},
+		{"SCAN pattern of brackets", resp("SCAN", "0", "MATCH", strings.Repeat("[", 100000), "TYPE", strings.Repeat("t", 100000)), answered},
+		{"SCAN every option twice", resp("SCAN", "0", "MATCH", "s*", "MATCH", "\\", "COUNT", "1", "COUNT", "5", "TYPE", "string", "TYPE", "x"), answered},
+		{"KEYS 400 KiB pattern of stars", resp("KEYS", starry), answered},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,6 +138,10 @@ func TestBadInputKeepsServing(t *testing.T) {
 			case echoBig:
 				if err != nil || v.kind != '$' || v.str != big {
 					t.Errorf("ECHO of a %d-byte bulk: %v %v, want it echoed", maxBulk, v, err)
+				}
+			case answered:
+				if err != nil || v.kind == 0 {
+					t.Errorf("no reply: %v %v", v, err)
 				}
 			case errOrClose:
 				switch {
