@@ -48,7 +48,7 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 	  ./resp:FuzzReadCommand ./resp:FuzzReadCommandChunked ./resp:FuzzRoundTrip ./resp:FuzzReadReply ./resp:FuzzCrossProtocol \
 	  ./commands:FuzzParse ./commands:FuzzTimeArgs ./script:FuzzRun \
 	  ./lockstate:FuzzDecodeEntry ./lockstate:FuzzApply ./lockstate:FuzzLoad ./lockstate:FuzzDecodeResult ./lockstate:FuzzExec \
-	  ./raftstore:FuzzLogStoreDecode ./raftstore:FuzzSnapshotRestore ./acl:FuzzSetUserRules; do \
+	  ./raftstore:FuzzLogStoreDecode ./raftstore:FuzzSnapshotRestore ./raftstore:FuzzSnapshotRoundTrip ./acl:FuzzSetUserRules; do \
 	  pkg=$${t%%:*}; name=$${t##*:}; echo "== $$pkg $$name"; \
 	  $(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg; \
 	done
