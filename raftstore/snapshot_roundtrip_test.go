@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/fenced/fenced/lockstate"
 )
 
@@ -29,30 +27,16 @@ func FuzzSnapshotRoundTrip(f *testing.F) {
 		if len(in) > 512 {
 			in = in[:512]
 		}
-		src := emptyFSM(t)
+		src := memFSM(t)
 		applyEntries(t, src, 1, entriesFrom(in)...)
 		want := fsmHash(src)
 		snap := snapshotBytes(t, src)
-		dst := emptyFSM(t)
+		dst := memFSM(t)
 		if err := dst.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
 			t.Fatalf("restoring a snapshot of an accepted state: %v", err)
 		}
 		checkUnchanged(t, dst, want, src.appliedIndex())
 	})
-}
-
-func emptyFSM(t *testing.T) *fsm {
-	t.Helper()
-	db, err := OpenDBFS("db", vfs.NewMem())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := newFSM(db, lockstate.Config{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.db.Close() })
-	return f
 }
 
 // entriesFrom reads in two bytes at a time: an operation and its argument.

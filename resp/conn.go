@@ -483,9 +483,10 @@ func (c *Conn) flush() error {
 	return c.w.Flush()
 }
 
-// closeIfIdle closes the connection if no command is queued or executing;
-// it is Shutdown's way to end idle connections.
-func (c *Conn) closeIfIdle() {
+// closeIfIdle closes the connection if no command is queued or executing,
+// and reports whether it did; it is Shutdown's way to end idle
+// connections, and the idle timeout's.
+func (c *Conn) closeIfIdle() bool {
 	c.mu.Lock()
 	idle := c.pending == 0 && !c.closing
 	if idle {
@@ -495,6 +496,7 @@ func (c *Conn) closeIfIdle() {
 	if idle {
 		c.nc.Close()
 	}
+	return idle
 }
 
 // closeConn ends the connection from the executor and waits for the reader.

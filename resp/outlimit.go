@@ -127,15 +127,8 @@ func (c *Conn) closeIfIdleFor(d time.Duration) {
 	if c.pubsub.Load() || c.Idle() < d {
 		return
 	}
-	c.mu.Lock()
-	idle := c.pending == 0 && !c.closing
-	if idle {
-		c.closing = true
-	}
-	c.mu.Unlock()
-	if idle {
-		c.srv.logger().Debug("resp: closing idle client", "conn", c.id, "remote", c.remote)
-		c.nc.Close()
+	if c.closeIfIdle() {
+		c.srv.logger().Debug("resp: closed idle client", "conn", c.id, "remote", c.remote)
 	}
 }
 

@@ -2,8 +2,6 @@ package test
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -94,7 +92,7 @@ func TestLabelBombRefused(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, nodeOpts{})
 	c := n.client(t)
-	before := rssKiB(t, n)
+	before := n.rssBytes(t) >> 10
 	label := strings.Repeat("x", 400<<10)
 	for i := range 200 {
 		if _, err := do(tctx(t), c, "SESSION.OPEN", "NAME", label); err == nil || !strings.Contains(err.Error(), "NAME longer than") {
@@ -104,32 +102,9 @@ func TestLabelBombRefused(t *testing.T) {
 	if got := sessionCount(t, n); got != 0 {
 		t.Fatalf("%d sessions opened", got)
 	}
-	after := rssKiB(t, n)
+	after := n.rssBytes(t) >> 10
 	t.Logf("RSS %d KiB before, %d KiB after 200 refused 400 KiB labels", before, after)
 	if after > before+64<<10 {
 		t.Fatalf("RSS grew from %d to %d KiB", before, after)
 	}
-}
-
-// rssKiB is the node process's resident set (VmRSS).
-func rssKiB(t *testing.T, n *node) int {
-	t.Helper()
-	n.mu.Lock()
-	pid := n.cmd.Process.Pid
-	n.mu.Unlock()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, err := strconv.Atoi(f[1])
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb
-		}
-	}
-	t.Fatal("no VmRSS line")
-	return 0
 }

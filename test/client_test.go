@@ -50,26 +50,8 @@ func clientSession(t *testing.T, c *client.Client, ttl time.Duration) *client.Se
 // the number of waiters.
 func lockHolder(t *testing.T, c *redis.Client, lock string) (holder string, waiters int) {
 	t.Helper()
-	v, err := do(tctx(t), c, "LOCK.INFO", lock)
-	if errors.Is(err, redis.Nil) {
-		return "", 0
-	}
-	if err != nil {
-		t.Fatalf("LOCK.INFO %s: %v", lock, err)
-	}
-	m, ok := v.(map[any]any)
-	if l, isList := v.([]any); isList { // RESP2: a flat list of pairs
-		m, ok = map[any]any{}, true
-		for i := 0; i+1 < len(l); i += 2 {
-			m[l[i]] = l[i+1]
-		}
-	}
-	if !ok {
-		t.Fatalf("LOCK.INFO %.40s: %T", lock, v)
-	}
-	h, _ := m["holder"].(string)
-	w, _ := m["waiters"].([]any)
-	return h, len(w)
+	li := getLockInfo(t, c, lock)
+	return li.Holder, len(li.Waiters)
 }
 
 // Lock waits longer than go-redis's 5 s default read timeout, with a
