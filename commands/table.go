@@ -62,6 +62,10 @@ const (
 	// channel, whose connections present a certificate of the cluster's CA,
 	// and refused on the client port, so no client can submit a log entry.
 	Peer
+	// DenyOOM commands grow the replicated state: the state machine
+	// refuses them with -OOM once the state is at --maxmemory (Redis's
+	// denyoom flag). Reads, deletes and releases never carry it.
+	DenyOOM
 )
 
 // Spec is one row of the command table.
@@ -118,12 +122,12 @@ func New() *Table {
 	}
 	rows := []row{
 		// Native locks and sessions (SPEC section 3).
-		{"flock", -3, Write | Ahead | Blocking, "Acquire a fenced lock; reply the fencing token", "lock session [OWNER tag] [WAIT ms] [LIMIT n] [REQ id]"},
+		{"flock", -3, Write | Ahead | Blocking | DenyOOM, "Acquire a fenced lock; reply the fencing token", "lock session [OWNER tag] [WAIT ms] [LIMIT n] [REQ id]"},
 		{"funlock", -3, Write | Ahead, "Release one hold of a fenced lock; reply the remaining count", "lock session [OWNER tag] [FENCE token] [REQ id]"},
 		{"fence", -2, Read, "Reply the fencing token of a lock's holder, or of a key (IFEQ: only while it holds value)", "lock [session [OWNER tag]] | key IFEQ value"},
 		{"lock.info", 2, Read, "Describe a lock: holder, count, limit, token, waiters", "lock"},
 		{"lock.forceunlock", 3, Write | Ahead | Admin, "Release a lock if token is its current token", "lock token"},
-		{"session.open", -1, Write | Ahead, "Open a session; reply its id", "[TTL ms] [NAME label]"},
+		{"session.open", -1, Write | Ahead | DenyOOM, "Open a session; reply its id", "[TTL ms] [NAME label]"},
 		{"session.heartbeat", 2, Write | Ahead, "Renew a session; reply its TTL in ms", "id"},
 		{"session.kill", 2, Write | Ahead, "End a session and release its locks", "id"},
 		{"session.info", 2, Read, "Describe a session", "id"},
@@ -131,14 +135,14 @@ func New() *Table {
 		{"type", 2, Read | Keyspace, "Reply the type of a key", "key"},
 		{"dbsize", 1, Read | Keyspace, "Reply the number of keys", ""},
 		// Keyspace (SPEC section 4): strings, TTLs, hashes, lists.
-		{"set", -3, Write | Ahead | Keyspace, "Set a string key", "key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]"},
+		{"set", -3, Write | Ahead | Keyspace | DenyOOM, "Set a string key", "key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]"},
 		{"get", 2, Read | Keyspace, "Reply a string key's value", "key"},
 		{"getdel", 2, Write | Ahead | Keyspace, "Reply a string key's value and delete it", "key"},
 		{"mget", -2, Read | Keyspace, "Reply the values of string keys", "key [key ...]"},
-		{"mset", -3, Write | Ahead | Keyspace, "Set string keys", "key value [key value ...]"},
-		{"msetnx", -3, Write | Ahead | Keyspace, "Set string keys if none exists", "key value [key value ...]"},
+		{"mset", -3, Write | Ahead | Keyspace | DenyOOM, "Set string keys", "key value [key value ...]"},
+		{"msetnx", -3, Write | Ahead | Keyspace | DenyOOM, "Set string keys if none exists", "key value [key value ...]"},
 		{"getrange", 4, Read | Keyspace, "Reply a substring of a string key", "key start end"},
-		{"incr", 2, Write | Ahead | Keyspace, "Increment an integer string key", "key"},
+		{"incr", 2, Write | Ahead | Keyspace | DenyOOM, "Increment an integer string key", "key"},
 		{"del", -2, Write | Ahead | Keyspace, "Delete keys (not fenced locks)", "key [key ...]"},
 		{"unlink", -2, Write | Ahead | Keyspace, "Delete keys (not fenced locks)", "key [key ...]"},
 		{"exists", -2, Read | Keyspace, "Count the keys that exist", "key [key ...]"},
@@ -153,14 +157,14 @@ func New() *Table {
 		{"scan", -2, Read | Keyspace, "Reply a cursor and some keys; iterate from cursor 0 until it is 0 again", "cursor [MATCH pattern] [COUNT n] [TYPE type]"},
 		{"delex", -2, Write | Ahead | Keyspace, "Delete a key if its value matches", "key [IFEQ value|IFNE value]"},
 		{"delifeq", 3, Write | Ahead | Keyspace, "Delete a string key if its value equals", "key value"},
-		{"hset", -4, Write | Ahead | Keyspace, "Set hash fields", "key field value [field value ...]"},
+		{"hset", -4, Write | Ahead | Keyspace | DenyOOM, "Set hash fields", "key field value [field value ...]"},
 		{"hget", 3, Read | Keyspace, "Reply a hash field", "key field"},
-		{"hincrby", 4, Write | Ahead | Keyspace, "Increment an integer hash field", "key field increment"},
+		{"hincrby", 4, Write | Ahead | Keyspace | DenyOOM, "Increment an integer hash field", "key field increment"},
 		{"hexists", 3, Read | Keyspace, "Reply whether a hash field exists", "key field"},
 		{"hdel", -3, Write | Ahead | Keyspace, "Delete hash fields", "key field [field ...]"},
 		{"hgetall", 2, Read | Keyspace, "Reply a hash's fields and values", "key"},
-		{"lpush", -3, Write | Ahead | Keyspace, "Prepend elements to a list", "key element [element ...]"},
-		{"rpush", -3, Write | Ahead | Keyspace, "Append elements to a list", "key element [element ...]"},
+		{"lpush", -3, Write | Ahead | Keyspace | DenyOOM, "Prepend elements to a list", "key element [element ...]"},
+		{"rpush", -3, Write | Ahead | Keyspace | DenyOOM, "Append elements to a list", "key element [element ...]"},
 		{"lpop", -2, Write | Ahead | Keyspace, "Remove and reply the first elements of a list", "key [count]"},
 		{"llen", 2, Read | Keyspace, "Reply a list's length", "key"},
 		{"blpop", -3, Write | Ahead | Keyspace | Blocking, "Remove and reply the first element of the first non-empty list, waiting for one", "key [key ...] timeout"},

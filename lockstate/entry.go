@@ -13,10 +13,15 @@ import (
 // Version 3 adds User and AsAdmin after Wall (which may then be 0); it is
 // written only for an entry that carries either, so entries of the default
 // user keep the bytes they had.
+//
+// Version 4 adds MaxMemory after AsAdmin (User may then be empty and
+// AsAdmin false); it is written only for an entry with a MaxMemory, which
+// must be positive.
 const (
 	entryVersion1 = 1
 	entryVersion2 = 2
-	entryVersion  = 3
+	entryVersion3 = 3
+	entryVersion  = 4
 )
 
 func (op Op) valid() bool { return op >= OpTick && op <= OpACLDelUser }
@@ -30,8 +35,10 @@ func (op Op) valid() bool { return op >= OpTick && op <= OpACLDelUser }
 func (e Entry) Encode(dst []byte) []byte {
 	v := byte(entryVersion1)
 	switch {
-	case e.User != "" || e.AsAdmin:
+	case e.MaxMemory != 0:
 		v = entryVersion
+	case e.User != "" || e.AsAdmin:
+		v = entryVersion3
 	case e.Wall != 0:
 		v = entryVersion2
 	}
@@ -54,13 +61,16 @@ func (e Entry) Encode(dst []byte) []byte {
 	if v >= entryVersion2 {
 		dst = appendVarint(dst, e.Wall)
 	}
-	if v == entryVersion {
+	if v >= entryVersion3 {
 		dst = appendString(dst, e.User)
 		if e.AsAdmin {
 			dst = append(dst, 1)
 		} else {
 			dst = append(dst, 0)
 		}
+	}
+	if v == entryVersion {
+		dst = appendVarint(dst, e.MaxMemory)
 	}
 	// Args, the last field, is written only when there are some, so an
 	// entry without them has the bytes it had before Args existed.
@@ -79,7 +89,7 @@ func (e Entry) Encode(dst []byte) []byte {
 func DecodeEntry(b []byte) (Entry, error) {
 	r := reader{b: b}
 	v := r.byte()
-	if r.err == nil && v != entryVersion1 && v != entryVersion2 && v != entryVersion {
+	if r.err == nil && (v < entryVersion1 || v > entryVersion) {
 		return Entry{}, fmt.Errorf("%w: unknown version %d", ErrBadEntry, v)
 	}
 	var e Entry
@@ -107,7 +117,7 @@ func DecodeEntry(b []byte) (Entry, error) {
 		if e.Wall = r.varint(); r.err == nil && e.Wall == 0 {
 			r.fail(errors.New("version 2 with no wall time"))
 		}
-	case entryVersion:
+	case entryVersion3, entryVersion:
 		e.Wall = r.varint()
 		e.User = r.str()
 		switch r.byte() {
@@ -117,8 +127,13 @@ func DecodeEntry(b []byte) (Entry, error) {
 		default:
 			r.fail(errors.New("bad admin flag"))
 		}
-		if r.err == nil && e.User == "" && !e.AsAdmin {
+		if v == entryVersion3 && r.err == nil && e.User == "" && !e.AsAdmin {
 			r.fail(errors.New("version 3 with neither user nor admin"))
+		}
+		if v == entryVersion {
+			if e.MaxMemory = r.varint(); r.err == nil && e.MaxMemory <= 0 {
+				r.fail(errors.New("version 4 without a positive MaxMemory"))
+			}
 		}
 	}
 	// Args: absent, or a count of at least 1 and the strings. Each takes at

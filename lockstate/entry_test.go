@@ -190,7 +190,7 @@ func TestEntryLayout(t *testing.T) {
 	}
 	// Version 3: User and AsAdmin after Wall (which may be 0), before Args.
 	got = Entry{Op: OpExec, User: "u", AsAdmin: true, Args: []string{"TIME"}}.Encode(nil)
-	want = []byte{entryVersion, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	want = []byte{entryVersion3, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0,      // Wall 0
 		1, 'u', // User
 		1, // AsAdmin
@@ -198,8 +198,24 @@ func TestEntryLayout(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("encoded %x, want %x", got, want)
 	}
-	if _, err := DecodeEntry([]byte{entryVersion, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}); !errors.Is(err, ErrBadEntry) {
+	if _, err := DecodeEntry([]byte{entryVersion3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}); !errors.Is(err, ErrBadEntry) {
 		t.Fatalf("version 3 with neither user nor admin decoded: %v", err)
+	}
+	// Version 4: MaxMemory after AsAdmin, with or without a user.
+	got = Entry{Op: OpExec, MaxMemory: 100, Args: []string{"TIME"}}.Encode(nil)
+	want = []byte{entryVersion, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0,      // Wall 0
+		0,      // User ""
+		0,      // AsAdmin
+		200, 1, // MaxMemory 100, zigzag
+		1, 4, 'T', 'I', 'M', 'E'}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("encoded %x, want %x", got, want)
+	}
+	for _, mm := range []byte{0, 1} { // MaxMemory 0 and -1: not written as version 4
+		if _, err := DecodeEntry([]byte{entryVersion, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, mm}); !errors.Is(err, ErrBadEntry) {
+			t.Fatalf("version 4 with MaxMemory byte %d decoded: %v", mm, err)
+		}
 	}
 	for op, v := range map[Op]byte{OpCancelWaits: 9, OpNodeJoin: 10, OpNodeRemove: 11, OpExec: 12, OpACLSetUser: 13, OpACLDelUser: 14} {
 		if byte(op) != v {

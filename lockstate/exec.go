@@ -110,6 +110,7 @@ var (
 	errWrongType    = reply.ErrorOf(ErrWrongType)
 	errNotInt       = reply.ErrorOf(commands.ErrNotInteger)
 	errIncrOverflow = reply.Error("ERR increment or decrement would overflow")
+	errOOM          = reply.ErrorOf(ErrOOM)
 	// errExat answers SET EXAT|PXAT in an entry without a wall clock: from
 	// before version 2, when only a script could send them.
 	errExat = reply.Error("ERR EXAT and PXAT are not supported in scripts")
@@ -149,7 +150,7 @@ func (s *State) call(args []string, now int64, mode execMode) reply.Value {
 		return h(s, a, now)
 	}
 	if h := writeHandler(spec.Name); h != nil && mode&execWrite != 0 {
-		return h(s, a, now)
+		return s.write(spec, h, a, now)
 	}
 	switch {
 	case readHandler(spec.Name) != nil:
@@ -158,6 +159,16 @@ func (s *State) call(args []string, now int64, mode execMode) reply.Value {
 		return reply.Error(fmt.Sprintf("ERR '%s' is a write command: it must be applied through the log", spec.Name))
 	}
 	return reply.Error(fmt.Sprintf("ERR '%s' is not a keyspace command", spec.Name))
+}
+
+// write runs the write command a with its handler h, unless it would grow
+// the state past the entry's MaxMemory (memory.go): from an OpExec entry
+// and from a script alike.
+func (s *State) write(spec *commands.Spec, h handler, a [][]byte, now int64) reply.Value {
+	if spec.Has(commands.DenyOOM) && !s.roomFor(argBytes(a)) {
+		return errOOM
+	}
+	return h(s, a, now)
 }
 
 // find returns the live key name, or lock = true when name is a held

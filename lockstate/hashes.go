@@ -53,7 +53,7 @@ func (s *State) hset(k *kvKey, f, v string) bool {
 	}
 	k.hash[f] = v
 	k.size += elemSize(v)
-	s.markDirty(kvRecKey(k.name))
+	s.markDirty(kvRecKey(k.name), &k.cost)
 	return !had
 }
 
@@ -116,7 +116,7 @@ func cmdHdel(s *State, a [][]byte, now int64) reply.Value {
 		}
 	}
 	if n > 0 {
-		s.markDirty(kvRecKey(k.name))
+		s.markDirty(kvRecKey(k.name), &k.cost)
 		if len(k.fields) == 0 {
 			s.deleteKey(k)
 		}
@@ -179,7 +179,7 @@ func cmdPush(s *State, a [][]byte, now int64) reply.Value {
 	} else {
 		k.list = append(k.list, els...)
 	}
-	s.markDirty(kvRecKey(k.name))
+	s.markDirty(kvRecKey(k.name), &k.cost)
 	s.pushed = append(s.pushed, k.name)
 	return reply.Int(int64(len(k.list)))
 }
@@ -208,7 +208,7 @@ func cmdLpop(s *State, a [][]byte, now int64) reply.Value {
 	}
 	k.list = slices.Clone(k.list[n:])
 	if n > 0 {
-		s.markDirty(kvRecKey(k.name))
+		s.markDirty(kvRecKey(k.name), &k.cost)
 		if len(k.list) == 0 {
 			s.deleteKey(k)
 		}
@@ -242,7 +242,7 @@ func cmdBlpop(s *State, a [][]byte, now int64) reply.Value {
 		e := k.list[0]
 		k.size -= elemSize(e)
 		k.list = slices.Clone(k.list[1:])
-		s.markDirty(kvRecKey(k.name))
+		s.markDirty(kvRecKey(k.name), &k.cost)
 		if len(k.list) == 0 {
 			s.deleteKey(k)
 		}

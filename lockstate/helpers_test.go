@@ -2,6 +2,7 @@ package lockstate
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -74,12 +75,49 @@ func reload(s *State) (*State, error) {
 	if t.Hash() != s.Hash() {
 		return nil, errors.New("reloaded state hashes differently")
 	}
+	if t.Used() != s.Used() {
+		return nil, fmt.Errorf("reloaded state counts %d bytes, the original %d", t.Used(), s.Used())
+	}
 	return t, nil
+}
+
+// recount is the state's size from scratch, by memory.go's rule but not
+// its code: every record its key, its value and the overhead, except the
+// keyspace's, which count their elements from the keys' contents (not
+// kvKey.size) instead of their encoding.
+func recount(s *State) int64 {
+	var n int64
+	_ = s.Records(func(k, v []byte) error {
+		name, ok := bytes.CutPrefix(k, []byte(prefixKV))
+		if !ok {
+			n += int64(len(k) + len(v) + recordOverhead)
+			return nil
+		}
+		kv := s.kv[string(name)]
+		n += int64(len(k) + kvHeader + recordOverhead)
+		switch kv.typ {
+		case kvString:
+			n += int64(len(kv.str))
+		case kvHash:
+			for f, x := range kv.hash {
+				n += int64(len(f) + len(x) + 2*binary.MaxVarintLen64)
+			}
+		case kvList:
+			for _, e := range kv.list {
+				n += int64(len(e) + binary.MaxVarintLen64)
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // checkInvariants verifies that the indexes agree with the records and that
 // the bounds and structural rules hold. It returns the first violation.
 func checkInvariants(s *State) error {
+	if n := recount(s); s.Used() != n {
+		return fmt.Errorf("state counts %d bytes, its records %d", s.Used(), n)
+	}
 	type so struct{ session, owner string }
 	held := map[string]map[string]bool{}
 	waiting := map[string]map[string]int{}

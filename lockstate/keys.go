@@ -39,6 +39,7 @@ type kvKey struct {
 	created int64             // log index of the entry that created the key: FENCE key
 	ttl     bool              // timer holds the deadline
 	timer   timer
+	cost    int64 // its record's share of Used (memory.go)
 }
 
 // typeName is TYPE's answer.
@@ -73,7 +74,7 @@ func (s *State) newKey(name string, t kvType) *kvKey {
 	}
 	s.kv[name] = k
 	s.indexName(name)
-	s.markDirty(kvRecKey(name))
+	s.markDirty(kvRecKey(name), &k.cost)
 	return k
 }
 
@@ -85,14 +86,14 @@ func (s *State) deleteKey(k *kvKey) {
 	}
 	delete(s.kv, k.name)
 	s.unindexName(k.name)
-	s.markDirty(kvRecKey(k.name))
+	s.markDirty(kvRecKey(k.name), &k.cost)
 }
 
 // setDeadline gives k the absolute deadline d.
 func (s *State) setDeadline(k *kvKey, d int64) {
 	k.ttl = true
 	s.schedule(&k.timer, d)
-	s.markDirty(kvRecKey(k.name))
+	s.markDirty(kvRecKey(k.name), &k.cost)
 }
 
 // persist removes k's deadline; it reports whether there was one.
@@ -102,19 +103,22 @@ func (s *State) persist(k *kvKey) bool {
 	}
 	s.unschedule(&k.timer)
 	k.ttl = false
-	s.markDirty(kvRecKey(k.name))
+	s.markDirty(kvRecKey(k.name), &k.cost)
 	return true
 }
 
 // MaxRecord bounds a hash's or list's record, the one record that holds
 // all its fields or elements: a push or HSET that would take it past this
 // is refused, so every record the state accepts is one a snapshot can
-// carry (raftstore's reader takes values up to twice this).
-const MaxRecord = 32 << 20
+// carry (raftstore's reader takes values up to twice this). It is small
+// because a changed record is written back whole: at 32 MiB, pushing
+// 1 KB elements onto one list took a node to 1 GB of RSS, Pebble
+// compressing and compacting each 1024-entry write-back's copy of it.
+const MaxRecord = 4 << 20
 
 // ErrRecordTooLarge answers a push or HSET that would take its key's
 // record past MaxRecord; nothing changed.
-var ErrRecordTooLarge = reply.NewErr("ERR", "the key would grow past 32 MiB, the largest value a snapshot carries")
+var ErrRecordTooLarge = reply.NewErr("ERR", "the key would grow past 4 MiB, the largest hash or list a key may hold")
 
 // elemSize is an element's (or a field's, or a value's) share of its
 // record: its bytes and, at most, its length prefix.
@@ -133,7 +137,7 @@ func fits(k *kvKey, add int) bool {
 // setString makes k the string v, whatever its type was.
 func (s *State) setString(k *kvKey, v string) {
 	k.typ, k.str, k.fields, k.hash, k.list, k.size = kvString, v, nil, nil, nil, 0
-	s.markDirty(kvRecKey(k.name))
+	s.markDirty(kvRecKey(k.name), &k.cost)
 }
 
 // KeyFence is the token of a plain key: the log index of the entry that

@@ -14,9 +14,11 @@ import (
 // after a snapshot restore) and rebuilds every index, so that the loaded
 // State behaves and hashes exactly as the one that wrote the records.
 func (s *State) Load(key, value []byte) error {
-	if err := s.load(string(key), value); err != nil {
+	k := string(key)
+	if err := s.load(k, value); err != nil {
 		return fmt.Errorf("lockstate: record %q: %w", key, err)
 	}
+	s.used += s.count(k)
 	return nil
 }
 

@@ -47,6 +47,9 @@ func (s *State) acquire(e Entry, now int64) Result {
 		if len(s.refsOf(e.Session).held) >= s.cfg.MaxLocksPerSession {
 			return Result{Err: ErrTooManyLocks}
 		}
+		if !s.roomFor(flockGrowth(e)) {
+			return Result{Err: ErrOOM}
+		}
 		l = &lock{name: e.Lock}
 		s.locks[l.name] = l
 		s.indexName(l.name)
@@ -58,7 +61,7 @@ func (s *State) acquire(e Entry, now int64) Result {
 			return Result{Err: ErrLimit}
 		}
 		l.count++
-		s.markDirty(lockKey(l.name))
+		s.markDirty(lockKey(l.name), &l.cost)
 		return Result{Int: l.token}
 	}
 	if e.Wait < 0 {
@@ -67,8 +70,18 @@ func (s *State) acquire(e Entry, now int64) Result {
 	if len(l.queue) >= s.cfg.MaxWaitersPerLock {
 		return Result{Err: ErrTooManyWaiters}
 	}
+	if !s.roomFor(flockGrowth(e)) {
+		return Result{Err: ErrOOM}
+	}
 	w := s.enqueue(l, e, now)
 	return Result{Queued: true, Int: int64(w.pos)}
+}
+
+// flockGrowth bounds what a FLOCK that takes a free lock or joins a queue
+// adds: the lock or waiter record and its request's memo. A reentrant hold
+// adds nothing and is never refused.
+func flockGrowth(e Entry) int64 {
+	return int64(2*len(e.Lock)+len(e.Session)+2*len(e.Owner)+2*len(e.Req)) + recordOverhead + 64
 }
 
 // funlock is FUNLOCK.
@@ -101,7 +114,7 @@ func (s *State) unlock(e Entry) Result {
 		s.release(l)
 		return Result{}
 	}
-	s.markDirty(lockKey(l.name))
+	s.markDirty(lockKey(l.name), &l.cost)
 	return Result{Int: l.count}
 }
 
@@ -126,7 +139,7 @@ func (s *State) grant(l *lock, session, owner string, limit int64) {
 		l.token = s.plantTokens
 	}
 	s.refsOf(session).held[l.name] = struct{}{}
-	s.markDirty(lockKey(l.name))
+	s.markDirty(lockKey(l.name), &l.cost)
 }
 
 // release ends the current ownership of l, whatever its count. With waiters
@@ -139,7 +152,7 @@ func (s *State) release(l *lock) {
 		delete(r.held, l.name)
 	}
 	l.session, l.owner, l.count, l.limit, l.token = "", "", 0, 0, 0
-	s.markDirty(lockKey(l.name))
+	s.markDirty(lockKey(l.name), &l.cost)
 	if len(l.queue) == 0 {
 		delete(s.locks, l.name)
 		s.unindexName(l.name)
@@ -201,5 +214,5 @@ func (s *State) handOff(l *lock) {
 	}
 	delete(s.locks, l.name)
 	s.unindexName(l.name)
-	s.markDirty(lockKey(l.name))
+	s.markDirty(lockKey(l.name), &l.cost)
 }

@@ -15,13 +15,13 @@ func (s *State) joinNode(e Entry) Result {
 	switch {
 	case m == nil:
 		s.members[e.Node] = &Member{ID: e.Node, RaftAddr: e.RaftAddr, Addr: e.Addr}
-		s.markDirty(memberKey(e.Node))
+		s.markDirty(memberKey(e.Node), nil)
 		return Result{Int: 1}
 	case m.Removed:
 		return Result{Err: ErrNodeRemoved}
 	case m.RaftAddr != e.RaftAddr || m.Addr != e.Addr:
 		m.RaftAddr, m.Addr = e.RaftAddr, e.Addr
-		s.markDirty(memberKey(e.Node))
+		s.markDirty(memberKey(e.Node), nil)
 	}
 	return Result{}
 }
@@ -38,13 +38,13 @@ func (s *State) removeNode(e Entry) Result {
 	switch {
 	case m == nil:
 		s.members[e.Node] = &Member{ID: e.Node, Removed: true}
-		s.markDirty(memberKey(e.Node))
+		s.markDirty(memberKey(e.Node), nil)
 		return Result{}
 	case m.Removed:
 		return Result{}
 	}
 	m.Removed = true
-	s.markDirty(memberKey(e.Node))
+	s.markDirty(memberKey(e.Node), nil)
 	return Result{Int: 1}
 }
 

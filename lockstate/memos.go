@@ -19,11 +19,11 @@ func (s *State) remember(ss *session, req string, r Result) {
 	}
 	m := &memo{session: ss.id, req: req, seq: ss.nextSeq, err: r.Err, null: r.Null, int: r.Int}
 	ss.nextSeq++
-	s.markDirty(sessionKey(ss.id))
+	s.markDirty(sessionKey(ss.id), &ss.cost)
 	rf := s.refsOf(ss.id)
 	rf.memos = append(rf.memos, m)
 	s.memos[k] = m
-	s.markDirty(memoKey(m.session, m.seq))
+	s.markDirty(memoKey(m.session, m.seq), &m.cost)
 	for len(rf.memos) > s.cfg.ReqMemory {
 		s.forget(rf.memos[0])
 	}
@@ -46,5 +46,5 @@ func (s *State) forget(m *memo) {
 		}
 	}
 	delete(s.memos, sessReq{m.session, m.req})
-	s.markDirty(memoKey(m.session, m.seq))
+	s.markDirty(memoKey(m.session, m.seq), &m.cost)
 }

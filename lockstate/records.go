@@ -106,6 +106,8 @@ func errCode(err error) byte {
 		return 13
 	case ErrTooManyUserSessions:
 		return 14
+	case ErrOOM:
+		return 15
 	}
 	return 0
 }
@@ -140,6 +142,8 @@ func codeErr(c byte) error {
 		return ErrWrongType
 	case 14:
 		return ErrTooManyUserSessions
+	case 15:
+		return ErrOOM
 	}
 	return nil
 }

@@ -26,9 +26,9 @@ func TestRecordCap(t *testing.T) {
 		return r.Reply
 	}
 	refused := func(v reply.Value) bool {
-		return v.Kind == reply.KindError && strings.Contains(v.Str, "would grow past 32 MiB")
+		return v.Kind == reply.KindError && strings.Contains(v.Str, "would grow past 4 MiB")
 	}
-	big := strings.Repeat("v", 1<<20)
+	big := strings.Repeat("v", 128<<10)
 	for _, c := range []struct {
 		name   string
 		grow   func(i int) []string
@@ -48,8 +48,8 @@ func TestRecordCap(t *testing.T) {
 				t.Fatalf("%s: %v", c.name, v.Str)
 			}
 		}
-		if n == 64 || n < 30 {
-			t.Fatalf("%s: %d elements of 1 MiB accepted, want the refusal near 32 MiB", c.name, n)
+		if n == 64 || n < 28 {
+			t.Fatalf("%s: %d elements of 128 KiB accepted, want the refusal near 4 MiB", c.name, n)
 		}
 		before := s.Hash()
 		if v := exec(c.grow(n)...); !refused(v) {
@@ -65,7 +65,7 @@ func TestRecordCap(t *testing.T) {
 			}
 			return nil
 		})
-		if len(rec) > 2*MaxRecord || len(rec) < MaxRecord-(2<<20) {
+		if len(rec) > 2*MaxRecord || len(rec) < MaxRecord-(256<<10) {
 			t.Fatalf("%s: the largest record is %d bytes, want near MaxRecord and within 2 x MaxRecord", c.name, len(rec))
 		}
 		exec(c.shrink...)

@@ -14,7 +14,7 @@ import (
 // sentinels lists every error a Result may carry, in code order.
 func sentinels() []error {
 	return []error{ErrNoSession, ErrNotOwner, ErrLimit, ErrStaleFence, ErrCancelled, ErrTooManySessions,
-		ErrTooManyLocks, ErrTooManyWaiters, ErrSessionExists, ErrBadEntry, ErrNodeRemoved, ErrBadResult, ErrWrongType, ErrTooManyUserSessions}
+		ErrTooManyLocks, ErrTooManyWaiters, ErrSessionExists, ErrBadEntry, ErrNodeRemoved, ErrBadResult, ErrWrongType, ErrTooManyUserSessions, ErrOOM}
 }
 
 func sampleResults() []Result {
@@ -160,11 +160,11 @@ func TestDecodeResultRejects(t *testing.T) {
 		"reply trailing":       append(Result{Reply: reply.Null()}.Encode(nil), 0),
 		"padded varint":        {1, 0, 0x82, 0x00, 0, 0},
 		"length > rest":        {1, 0, 0, 5, 'a', 0},
-		"unknown error code":   with(4, 15),
+		"unknown error code":   with(4, 16),
 		"error code 254":       with(4, 254),
 		"other without text":   {1, 0, 0, 0, errCodeOther},
 		"other without wrap":   other[:len(other)-1],
-		"other wraps unknown":  append(bytes.Clone(other[:len(other)-1]), 15),
+		"other wraps unknown":  append(bytes.Clone(other[:len(other)-1]), 16),
 		"other wraps other":    append(bytes.Clone(other[:len(other)-1]), errCodeOther),
 		"trailing after error": append(Result{Err: ErrLimit}.Encode(nil), 0),
 	} {

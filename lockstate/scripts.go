@@ -44,6 +44,9 @@ func cmdEval(s *State, a [][]byte, now int64) reply.Value {
 	if cerr := s.engine.Compile(ev.Body); cerr != nil {
 		return reply.Error(cerr.Error())
 	}
+	if !s.roomForScript(ev.Body) {
+		return errOOM
+	}
 	s.cacheScript(ev.Body, true)
 	return s.runScript(ev, now)
 }
@@ -68,6 +71,9 @@ func cmdScript(s *State, a [][]byte, now int64) reply.Value {
 		src := string(a[2])
 		if err := s.engine.Compile(src); err != nil {
 			return reply.Error(err.Error())
+		}
+		if !s.roomForScript(src) {
+			return errOOM
 		}
 		s.cacheScript(src, false)
 		return reply.BulkString(script.SHA1(src))
@@ -117,10 +123,16 @@ func (s *State) cacheScript(src string, byEval bool) {
 	default:
 		return
 	}
-	s.markDirty(scriptKey(sha))
+	s.markDirty(scriptKey(sha), nil)
 	for len(s.evalOrder) > maxEvalScripts {
 		s.dropScript(s.evalOrder[0])
 	}
+}
+
+// roomForScript reports whether src may be cached: a script already cached
+// takes no more room.
+func (s *State) roomForScript(src string) bool {
+	return s.scripts[script.SHA1(src)] != nil || s.roomFor(int64(len(src))+64)
 }
 
 func (s *State) dropScript(sha string) {
@@ -128,7 +140,7 @@ func (s *State) dropScript(sha string) {
 		s.evalOrder = slices.DeleteFunc(s.evalOrder, func(x string) bool { return x == sha })
 	}
 	delete(s.scripts, sha)
-	s.markDirty(scriptKey(sha))
+	s.markDirty(scriptKey(sha), nil)
 }
 
 // runScript runs a compiled script at the entry being applied.
@@ -211,7 +223,7 @@ func (e scriptEnv) Call(args []string) reply.Value {
 		return h(e.s, a, e.now)
 	}
 	if h := writeHandler(spec.Name); h != nil {
-		return h(e.s, a, e.now)
+		return e.s.write(spec, h, a, e.now)
 	}
 	return reply.Error(script.ErrNotAllowed)
 }

@@ -17,12 +17,15 @@ func (s *State) openSession(e Entry, now int64) Result {
 	if s.perUser[e.User] >= s.cfg.MaxSessionsPerUser {
 		return Result{Err: ErrTooManyUserSessions}
 	}
+	if !s.roomFor(int64(2*len(e.Session)+len(e.Name)+len(e.User)) + 64) {
+		return Result{Err: ErrOOM}
+	}
 	s.perUser[e.User]++
 	ss := &session{id: e.Session, user: e.User, name: e.Name, ttl: e.TTL, created: e.Created}
 	ss.timer.sess = ss
 	s.sessions[ss.id] = ss
 	s.schedule(&ss.timer, ms.Add(now, ss.ttl))
-	s.markDirty(sessionKey(ss.id))
+	s.markDirty(sessionKey(ss.id), &ss.cost)
 	return Result{Str: ss.id}
 }
 
@@ -51,7 +54,7 @@ func (s *State) renew(ss *session, now int64) {
 		return
 	}
 	s.schedule(&ss.timer, d)
-	s.markDirty(sessionKey(ss.id))
+	s.markDirty(sessionKey(ss.id), &ss.cost)
 }
 
 // endSession closes a session, by SESSION.KILL or by expiry: its waits are
@@ -63,7 +66,7 @@ func (s *State) endSession(ss *session) {
 		delete(s.perUser, ss.user)
 	}
 	s.unschedule(&ss.timer)
-	s.markDirty(sessionKey(ss.id))
+	s.markDirty(sessionKey(ss.id), &ss.cost)
 	r := s.refs[ss.id]
 	if r == nil {
 		return
@@ -85,7 +88,7 @@ func (s *State) endSession(ss *session) {
 	}
 	for _, m := range r.memos {
 		delete(s.memos, sessReq{m.session, m.req})
-		s.markDirty(memoKey(m.session, m.seq))
+		s.markDirty(memoKey(m.session, m.seq), &m.cost)
 	}
 	delete(s.refs, ss.id)
 }

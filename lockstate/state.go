@@ -43,17 +43,35 @@ type State struct {
 	nameHash func(string) uint64 // NameHash; tests make names collide
 
 	// Scratch of the Apply in progress.
-	index    uint64              // log index of the entry; the token of its grants
-	now      int64               // cluster time of the entry
-	unix     int64               // Unix ms of the entry: wall, or now in an entry without one
-	user     string              // the ACL user the entry acts for ("" = default)
-	walled   bool                // the entry carries a wall clock
-	dirty    map[string]struct{} // keys of records changed by this entry
+	index  uint64 // log index of the entry; the token of its grants
+	now    int64  // cluster time of the entry
+	unix   int64  // Unix ms of the entry: wall, or now in an entry without one
+	user   string // the ACL user the entry acts for ("" = default)
+	walled bool   // the entry carries a wall clock
+	// dirty holds the keys of the records changed since the last Flush,
+	// each with the step (entry count) that last changed it.
+	dirty    map[string]uint64
 	wakes    []Wake
 	handoffs []string // locks released with waiters, to hand off at the end
 	pushed   []string
 	messages []Message
 	buf      []byte
+	// marks holds each record changed by the entry in progress (step
+	// counts the entries), with its share of Used before the entry;
+	// pending is the growth its DenyOOM commands admitted so far;
+	// maxMemory is the entry's MaxMemory.
+	step      uint64
+	marks     []mark
+	pending   int64
+	maxMemory int64
+
+	// The state's size (memory.go): Used, and each record's share of it,
+	// kept in its object or, for the few records without one, in costs.
+	used     int64
+	costs    map[string]int64
+	timeCost int64 // the time record's
+	// unflushedBytes is UnflushedBytes.
+	unflushedBytes int64
 
 	plantTokens int64 // the planted MemoryTokens bug's counter, never stored
 }
@@ -67,6 +85,7 @@ type session struct {
 	created int64
 	nextSeq uint64 // seq of the next memo, so memos evict in FIFO order
 	timer   timer  // its deadline is the session's expiry
+	cost    int64  // its record's share of Used (memory.go)
 }
 
 // lock is the record of a held lock. Its queue is kept in separate waiter
@@ -79,6 +98,7 @@ type lock struct {
 	limit   int64 // reentrancy limit of this ownership; <= 0 = none
 	token   int64 // log index of the entry that granted this ownership
 	queue   []*waiter
+	cost    int64 // its record's share of Used (memory.go)
 }
 
 // waiter is a queued FLOCK. pos orders the queue: the log index at which it
@@ -93,6 +113,7 @@ type waiter struct {
 	timed   bool     // WAIT > 0: timer holds the deadline
 	waitIDs []uint64 // who to answer: the original FLOCK and its retries
 	timer   timer
+	cost    int64 // its record's share of Used (memory.go)
 }
 
 // memo is the remembered final answer to a request (session, req). There
@@ -105,6 +126,7 @@ type memo struct {
 	err     error
 	null    bool
 	int     int64
+	cost    int64 // its record's share of Used (memory.go)
 }
 
 func (m *memo) result() Result { return Result{Err: m.err, Null: m.null, Int: m.int} }
@@ -153,7 +175,8 @@ func newState(cfg Config, table *commands.Table) *State {
 		waitIDs:  make(map[uint64]*waiter),
 		members:  make(map[string]*Member),
 		users:    make(map[string]*acl.User),
-		dirty:    make(map[string]struct{}),
+		dirty:    make(map[string]uint64),
+		costs:    make(map[string]int64),
 		kv:       make(map[string]*kvKey),
 		names:    newNameIndex(),
 		nameHash: NameHash,
@@ -183,13 +206,15 @@ func (s *State) Apply(index uint64, e Entry, w Writer) (Result, error) {
 // entry by entry would have left.
 func (s *State) Step(index uint64, e Entry) Result {
 	s.index, s.user = index, e.User
+	s.maxMemory, s.pending = e.MaxMemory, 0
+	s.step++
 	// Time never goes backwards: a new leader's clock, or a stale proposal,
 	// cannot undo an expiry or stretch a deadline already passed.
 	now := max(e.Time, s.time)
 	s.now = now
 	if now != s.time {
 		s.time = now
-		s.markDirty(timeKey)
+		s.markDirty(timeKey, nil)
 	}
 	// The wall clock never goes backwards either, whichever leader's clock
 	// stamped the entry. An entry from before wall clocks has its absolute
@@ -198,7 +223,7 @@ func (s *State) Step(index uint64, e Entry) Result {
 	if s.walled {
 		if e.Wall > s.wall {
 			s.wall = e.Wall
-			s.markDirty(timeKey)
+			s.markDirty(timeKey, nil)
 		}
 		s.unix = s.wall
 	}
@@ -237,6 +262,7 @@ func (s *State) Step(index uint64, e Entry) Result {
 		r = Result{Err: ErrBadEntry}
 	}
 	s.handOffs()
+	s.account()
 	r.Wakes, r.Pushed, r.Messages = s.wakes, s.pushed, s.messages
 	s.wakes, s.pushed, s.messages = nil, nil, nil
 	return r
@@ -259,7 +285,36 @@ func (s *State) NextDeadline() (int64, bool) {
 	return ms.Add(s.timers[0].deadline, 1), true
 }
 
-func (s *State) markDirty(key string) { s.dirty[key] = struct{}{} }
+// markDirty records that the record at key changed: the next Flush writes
+// it, and the end of the entry counts its new size. cost is the share of
+// Used kept by the object that held the record when the entry began (or
+// the new object, if none did), nil for a record kept in s.costs. It may be
+// called after the change, the object already out of the maps.
+func (s *State) markDirty(key string, cost *int64) {
+	step, was := s.dirty[key]
+	if was && step == s.step {
+		return // counted from its first change in this entry
+	}
+	s.dirty[key] = s.step
+	m := mark{key: key, fresh: !was}
+	switch {
+	case cost != nil:
+		m.before = *cost
+	case key == timeKey:
+		m.before = s.timeCost
+	default:
+		m.before = s.costs[key]
+	}
+	s.marks = append(s.marks, m)
+}
+
+// mark is a record changed by the entry in progress and its share of Used
+// before the entry; fresh if it was not changed since the last Flush.
+type mark struct {
+	key    string
+	before int64
+	fresh  bool
+}
 
 // Unflushed is the number of records changed since the last Flush: what
 // the next Flush will write.
@@ -275,6 +330,7 @@ func (s *State) Flush(w Writer) error {
 		keys = append(keys, k)
 	}
 	clear(s.dirty)
+	s.unflushedBytes = 0
 	slices.Sort(keys)
 	for _, k := range keys {
 		v, ok := s.lookup(s.buf[:0], k)

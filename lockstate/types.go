@@ -70,6 +70,9 @@ var (
 	// ErrWrongType answers FLOCK on a name that is a string, hash or list
 	// key, with Redis's WRONGTYPE error.
 	ErrWrongType = reply.NewErr("WRONGTYPE", "Operation against a key holding the wrong kind of value")
+	// ErrOOM refuses a command that would grow the state past the entry's
+	// MaxMemory, in Redis's words.
+	ErrOOM = reply.NewErr("OOM", "command not allowed when used memory > 'maxmemory'.")
 )
 
 // Op is the kind of an Entry.
@@ -139,6 +142,10 @@ type Entry struct {
 	User string
 	// AsAdmin lets an admin act on any user's session (SESSION.KILL).
 	AsAdmin bool
+	// MaxMemory is the proposing leader's --maxmemory, in bytes of the
+	// state's count (State.Used); 0 = no limit. It travels in the entry,
+	// as the time does, so that every replica refuses the same entries.
+	MaxMemory int64
 }
 
 // Result is the answer to an applied entry.

@@ -32,7 +32,7 @@ func (s *State) setUser(e Entry) Result {
 	}
 	u.Apply(e.Args)
 	s.users[e.Name] = u
-	s.markDirty(userKey(e.Name))
+	s.markDirty(userKey(e.Name), nil)
 	return Result{UsersChanged: true}
 }
 
@@ -47,7 +47,7 @@ func (s *State) delUsers(e Entry) Result {
 	for _, name := range e.Args {
 		if s.users[name] != nil {
 			delete(s.users, name)
-			s.markDirty(userKey(name))
+			s.markDirty(userKey(name), nil)
 			n++
 		}
 	}

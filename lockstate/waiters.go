@@ -27,7 +27,7 @@ func (s *State) enqueue(l *lock, e Entry, now int64) *waiter {
 	}
 	s.refsOf(e.Session).waiting[l.name]++
 	s.bindWaitID(w, e.WaitID)
-	s.markDirty(waiterKey(l.name, w.pos))
+	s.markDirty(waiterKey(l.name, w.pos), &w.cost)
 	return w
 }
 
@@ -40,11 +40,11 @@ func (s *State) bindWaitID(w *waiter, id uint64) {
 	}
 	if old := s.waitIDs[id]; old != nil {
 		old.waitIDs = slices.DeleteFunc(old.waitIDs, func(x uint64) bool { return x == id })
-		s.markDirty(waiterKey(old.lock.name, old.pos))
+		s.markDirty(waiterKey(old.lock.name, old.pos), &old.cost)
 	}
 	w.waitIDs = append(w.waitIDs, id)
 	s.waitIDs[id] = w
-	s.markDirty(waiterKey(w.lock.name, w.pos))
+	s.markDirty(waiterKey(w.lock.name, w.pos), &w.cost)
 }
 
 // removeWaiter takes w out of its queue and every index. Its answer is the
@@ -72,13 +72,13 @@ func (s *State) removeWaiter(w *waiter) {
 			delete(r.waiting, l.name)
 		}
 	}
-	s.markDirty(waiterKey(l.name, w.pos))
+	s.markDirty(waiterKey(l.name, w.pos), &w.cost)
 	// A lock released in this entry and waiting for its hand-off is free
 	// once nobody waits for it any more.
 	if l.session == "" && len(l.queue) == 0 && s.locks[l.name] == l {
 		delete(s.locks, l.name)
 		s.unindexName(l.name)
-		s.markDirty(lockKey(l.name))
+		s.markDirty(lockKey(l.name), &l.cost)
 	}
 }
 
@@ -138,7 +138,7 @@ func (s *State) cancelWaitID(id uint64) bool {
 	delete(s.waitIDs, id)
 	w.waitIDs = slices.DeleteFunc(w.waitIDs, func(x uint64) bool { return x == id })
 	if len(w.waitIDs) > 0 {
-		s.markDirty(waiterKey(w.lock.name, w.pos))
+		s.markDirty(waiterKey(w.lock.name, w.pos), &w.cost)
 		return true
 	}
 	s.removeWaiter(w)

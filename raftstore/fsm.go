@@ -29,12 +29,15 @@ var appliedKey = []byte{prefixMeta, 'a'}
 // busy record (the clock, a hot lock, a session) once per interval, and a
 // restart replays at most this many entries more. The log keeps them:
 // raft truncates it only up to a snapshot, and snapshot() writes back
-// first. writeBackRecords bounds the write itself: entries that change many
-// records each (an MSET of a thousand keys) are written back sooner, so no
-// write-back builds a batch of millions of records.
+// first. writeBackRecords and writeBackBytes bound the write itself:
+// entries that change many records each (an MSET of a thousand keys), or
+// large ones (pushes onto many lists of megabytes, each written whole), are
+// written back sooner, so that no write-back builds a batch of millions of
+// records or gigabytes.
 const (
 	writeBackEntries = 1024
 	writeBackRecords = 4096
+	writeBackBytes   = 16 << 20
 )
 
 // Observer hears about applied entries on this node. It is called after the
@@ -184,7 +187,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 	last := f.state.Time()
 	if changed {
 		f.applied = applied
-		if f.applied-f.stored >= f.writeBack || f.state.Unflushed() >= writeBackRecords {
+		if f.applied-f.stored >= f.writeBack || f.state.Unflushed() >= writeBackRecords || f.state.UnflushedBytes() >= writeBackBytes {
 			if err := f.store(); err != nil {
 				panic(err.Error())
 			}

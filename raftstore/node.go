@@ -84,6 +84,12 @@ type Config struct {
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
 	ApplyTimeout      time.Duration // how long Propose waits to enqueue
+
+	// MaxMemory bounds the state's size (lockstate.State.Used) in bytes;
+	// 0 = no bound. The leader stamps its own into every entry it
+	// proposes, so the replicas all refuse the same entries whatever their
+	// own settings; SetMaxMemory changes it at run time.
+	MaxMemory int64
 }
 
 func (c *Config) setDefaults() {
@@ -118,6 +124,7 @@ type Node struct {
 	progress  *progress      // followers' logs as this node's appends found them
 	fsm       *fsm
 	readyTerm atomic.Uint64 // term whose barrier this node applied as leader
+	maxMemory atomic.Int64  // Config.MaxMemory, as last set
 	existing  bool          // the data directory held Raft state at start
 	verify    *verifier     // coalesced leadership checks for reads
 
@@ -133,6 +140,7 @@ type Node struct {
 func Open(cfg Config) (*Node, error) {
 	cfg.setDefaults()
 	n := &Node{cfg: cfg, trans: cfg.Transport, appliedCh: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	n.maxMemory.Store(cfg.MaxMemory)
 	if err := n.open(); err != nil {
 		// The transport is the node's, given or built: a failed Open must
 		// not leave it listening.
@@ -391,9 +399,17 @@ func (n *Node) Enqueue(e lockstate.Entry) (wait func() (lockstate.Result, error)
 		return nil, n.notReady()
 	}
 	e.Time, e.Wall = n.cfg.Clock.Stamp()
+	e.MaxMemory = n.maxMemory.Load()
 	f := n.raft.Apply(e.Encode(nil), n.cfg.ApplyTimeout)
 	return func() (lockstate.Result, error) { return n.result(f) }, nil
 }
+
+// SetMaxMemory sets the bound this node stamps into the entries it
+// proposes as leader (Config.MaxMemory); 0 = none.
+func (n *Node) SetMaxMemory(bytes int64) { n.maxMemory.Store(max(bytes, 0)) }
+
+// MaxMemory returns the bound set by Config.MaxMemory or SetMaxMemory.
+func (n *Node) MaxMemory() int64 { return n.maxMemory.Load() }
 
 // result waits for a proposal and classifies its failure.
 func (n *Node) result(f raft.ApplyFuture) (lockstate.Result, error) {

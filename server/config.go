@@ -79,8 +79,12 @@ type Config struct {
 	// OutputLimits bound each client's pending output in bytes
 	// (--client-output-buffer-limit, Redis's classes and defaults).
 	OutputLimits OutputLimits
-	State        lockstate.Config
-	Logger       *slog.Logger
+	// MaxMemory bounds the replicated state's size, as counted by
+	// lockstate.State.Used (--maxmemory; 0: none). Writes that would grow
+	// it further answer -OOM; see DefaultMaxMemory.
+	MaxMemory int64
+	State     lockstate.Config
+	Logger    *slog.Logger
 }
 
 // DefaultConfig returns the configuration of `fenced` with no flags: a
@@ -105,8 +109,19 @@ func DefaultConfig() Config {
 		// that stops reading would hold its connection for good.
 		WriteTimeout: DefaultWriteTimeout,
 		OutputLimits: DefaultOutputLimits(),
+		MaxMemory:    DefaultMaxMemory,
 	}
 }
+
+// DefaultMaxMemory is --maxmemory's default, 1 GiB of state. Redis's is 0
+// (none), since one Redis that runs out of memory is one process the
+// operator restarts. Every fenced replica holds the same state and loads
+// all of it at start-up, so a state that outgrows the machines takes every
+// node down at once and keeps them down: the default is a bound, fixed
+// rather than derived from the machine so that every node has the same
+// one, and large for a lock service (a million sessions with locks count
+// about 300 MB). --maxmemory 0 removes it.
+const DefaultMaxMemory = 1 << 30
 
 // DefaultWriteTimeout is --write-timeout's default.
 const DefaultWriteTimeout = 60 * time.Second
@@ -221,6 +236,25 @@ func (f passwordFlag) Set(v string) error {
 
 // secondsFlag is --timeout: whole seconds, as Redis's timeout.
 type secondsFlag struct{ dst *time.Duration }
+
+// memoryFlag is a size in Redis's syntax (parseMemory): --maxmemory.
+type memoryFlag struct{ dst *int64 }
+
+func (f memoryFlag) String() string {
+	if f.dst == nil {
+		return "0"
+	}
+	return strconv.FormatInt(*f.dst, 10)
+}
+
+func (f memoryFlag) Set(v string) error {
+	n, err := parseMemory(strings.TrimSpace(v))
+	if err != nil {
+		return errors.New("want bytes, or a number with a unit such as 512mb or 2gb (0 = no limit)")
+	}
+	*f.dst = n
+	return nil
+}
 
 func (f secondsFlag) String() string {
 	if f.dst == nil {
@@ -354,6 +388,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", 0, "log entries kept behind a snapshot for lagging followers (`N`, 0 = 10240)")
 	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "disconnect a client that takes nothing of its replies or messages for this `duration` (0 = never)")
 	fs.Var(secondsFlag{&cfg.IdleTimeout}, "timeout", "close a client connection idle for this many `seconds` (Redis's timeout; 0 = never; not subscribers nor blocked clients)")
+	fs.Var(memoryFlag{&cfg.MaxMemory}, "maxmemory", "refuse writes that would grow the replicated state past this many `bytes` (Redis's syntax, such as 512mb; 0 = no limit), with -OOM; the leader's setting applies")
 	fs.Var(outputLimitsFlag{&cfg.OutputLimits}, "client-output-buffer-limit", "`\"class hard soft seconds\"` (Redis's syntax, class normal or pubsub, sizes such as 32mb): close a client whose pending output exceeds hard bytes, or soft bytes for longer than seconds; 0 = no limit; may be repeated")
 	fs.Var(pass, "requirepass", "the default user's `password`: clients must AUTH (needed to --listen beyond loopback). Prefer the variable "+envRequirePass+" or the --config file, which ps does not show; this flag and the file win over the variable")
 	if err := fs.Parse(args); err != nil {

@@ -42,3 +42,35 @@ func TestConnLimitFlags(t *testing.T) {
 		t.Errorf("config file: %+v, idle %v", c.OutputLimits, c.IdleTimeout)
 	}
 }
+
+// TestMaxMemoryFlag: the default bound, Redis's units, 0 for none, the
+// config file.
+func TestMaxMemoryFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int64
+	}{
+		{nil, 1 << 30},
+		{[]string{"--maxmemory", "0"}, 0},
+		{[]string{"--maxmemory", "100"}, 100},
+		{[]string{"--maxmemory", "512mb"}, 512 << 20},
+		{[]string{"--maxmemory", "2GB"}, 2 << 30},
+		{[]string{"--maxmemory", "3g"}, 3_000_000_000},
+	} {
+		cfg, err := parseFlags(c.args, func(string) string { return "" }, io.Discard)
+		if err != nil || cfg.MaxMemory != c.want {
+			t.Errorf("%q: %d, %v; want %d", c.args, cfg.MaxMemory, err, c.want)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "fenced.conf")
+	os.WriteFile(file, []byte("maxmemory 64mb\n"), 0o600)
+	cfg, err := parseFlags([]string{"--config", file}, func(string) string { return "" }, io.Discard)
+	if err != nil || cfg.MaxMemory != 64<<20 {
+		t.Errorf("config file: %d, %v", cfg.MaxMemory, err)
+	}
+	for _, bad := range []string{"-1", "lots", "1.5gb", "99999999999gb", ""} {
+		if _, err := parseFlags([]string{"--maxmemory", bad}, func(string) string { return "" }, io.Discard); err == nil {
+			t.Errorf("--maxmemory %q accepted", bad)
+		}
+	}
+}

@@ -22,7 +22,7 @@ const (
 	redisVersion = "7.4.0"
 )
 
-var infoSections = []string{"server", "clients", "persistence", "stats", "keyspace", "raft"}
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "keyspace", "raft"}
 
 // extraSections are shown only when asked for by name, or by all/everything.
 var extraSections = []string{"commandstats"}
@@ -89,6 +89,19 @@ func (s *Server) infoSection(sec string) [][2]string {
 		}
 	case "clients":
 		return [][2]string{{"connected_clients", strconv.Itoa(s.rs.NumConns())}, {"maxclients", strconv.Itoa(s.cfg.MaxConns)}}
+	case "memory":
+		// used_memory is the state's size as --maxmemory counts it
+		// (lockstate.State.Used), the figure -OOM compares, the same on
+		// every replica; used_memory_rss is this process's.
+		var used int64
+		s.node.Local(func(st *lockstate.State) { used = st.Used() })
+		rss := rssBytes()
+		maxMem := s.node.MaxMemory()
+		return [][2]string{
+			{"used_memory", itoa(used)}, {"used_memory_human", humanBytes(used)},
+			{"used_memory_rss", itoa(rss)}, {"used_memory_rss_human", humanBytes(rss)},
+			{"maxmemory", itoa(maxMem)}, {"maxmemory_human", humanBytes(maxMem)}, {"maxmemory_policy", "noeviction"},
+		}
 	case "persistence":
 		return [][2]string{{"loading", "0"}, {"aof_enabled", "0"}, {"raft_log_fsync", "always"}}
 	case "stats":
@@ -131,6 +144,36 @@ func (s *Server) infoSection(sec string) [][2]string {
 		}
 	}
 	return nil
+}
+
+// rssBytes is this process's resident set size from /proc (0 where there
+// is none).
+func rssBytes() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
+}
+
+// humanBytes formats n as Redis's *_human fields do: 1.50M, 512B.
+func humanBytes(n int64) string {
+	f := float64(n)
+	for _, u := range []string{"B", "K", "M", "G", "T"} {
+		if f < 1024 || u == "T" {
+			if u == "B" {
+				return strconv.FormatInt(n, 10) + "B"
+			}
+			return strconv.FormatFloat(f, 'f', 2, 64) + u
+		}
+		f /= 1024
+	}
+	return ""
 }
 
 // leaderClientAddr is the client address of the leader id, "" if unknown.
@@ -257,7 +300,7 @@ func commandInfo(spec *commands.Spec) resp.Value {
 	for _, f := range []struct {
 		flag commands.Flags
 		name string
-	}{{commands.Write, "write"}, {commands.Read, "readonly"}, {commands.Admin, "admin"}, {commands.Blocking, "blocking"}, {commands.NoAuth, "no_auth"}} {
+	}{{commands.Write, "write"}, {commands.Read, "readonly"}, {commands.Admin, "admin"}, {commands.DenyOOM, "denyoom"}, {commands.Blocking, "blocking"}, {commands.NoAuth, "no_auth"}} {
 		if spec.Has(f.flag) {
 			flags = append(flags, resp.SimpleString(f.name))
 		}

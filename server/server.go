@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -91,7 +93,7 @@ func Start(cfg Config) (*Server, error) {
 	node, err := raftstore.Open(raftstore.Config{
 		ID: cfg.ID, RaftAddr: cfg.RaftAddr, RaftAdvertise: cfg.RaftAdvertise, Dir: cfg.Data, Bootstrap: cfg.Bootstrap && cfg.Join == "",
 		State: cfg.State, Clock: s.clock, Observer: s, Logger: cfg.Logger, PeerTLS: peerTLS,
-		SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs,
+		SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs, MaxMemory: cfg.MaxMemory,
 	})
 	if err != nil {
 		s.closeListeners()
@@ -306,6 +308,7 @@ const ShutdownBound = 10 * time.Second
 // Run starts a node with cfg and serves until ctx is cancelled. With a TLS
 // port, SIGHUP reloads its certificate, key and CA (notifyReload).
 func Run(ctx context.Context, cfg Config) error {
+	limitHeap(cfg.MaxMemory)
 	stop := notifyReload(&cfg)
 	defer stop()
 	s, err := Start(cfg)
@@ -313,6 +316,19 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	return s.Serve(ctx)
+}
+
+// limitHeap gives the Go runtime a soft memory limit that follows
+// --maxmemory: twice the state (the state itself, and what one garbage
+// collection cycle lets pile up beside it) and 256 MiB for the rest (the
+// Raft log cache, buffers, connections). Near it the collector runs more
+// often and returns memory to the system, so a full state does not leave
+// the process at several times its size. GOMEMLIMIT, if set, wins.
+func limitHeap(maxMemory int64) {
+	if maxMemory <= 0 || os.Getenv("GOMEMLIMIT") != "" || maxMemory > math.MaxInt64/4 {
+		return
+	}
+	debug.SetMemoryLimit(2*maxMemory + 256<<20)
 }
 
 // wallNow is this node's wall clock, shifted by --clock-offset. It labels

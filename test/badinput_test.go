@@ -341,6 +341,11 @@ func TestBadConnLimitFlags(t *testing.T) {
 		{[]string{"--client-output-buffer-limit", "normal 0 0 -5"}},
 		{[]string{"--client-output-buffer-limit", "pubsub 99999999999gb 0 0"}},
 		{[]string{"--client-output-buffer-limit", ""}},
+		{[]string{"--maxmemory", "-1"}},
+		{[]string{"--maxmemory", "lots"}},
+		{[]string{"--maxmemory", "1.5gb"}},
+		{[]string{"--maxmemory", "99999999999gb"}},
+		{[]string{"--maxmemory", ""}},
 	} {
 		args := append(tc.args, "--listen", "127.0.0.1:0", "--raft-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)))
 		out, err := runFenced(t, args...)
