@@ -137,7 +137,10 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.mu.RUnlock()
 	gen := old + 1
 	lo, hi := genBounds(gen)
-	w := &restoreWriter{b: f.db.NewBatch(), prefix: lo, limit: f.restoreBatch, committed: f.restored}
+	// The batch's buffer is kept from one batch to the next, unless a
+	// record larger than the bound grew it.
+	b := f.db.NewBatch(pebble.WithInitialSizeBytes(f.restoreBatch+f.restoreBatch/4), pebble.WithMaxRetainedSizeBytes(2*f.restoreBatch))
+	w := &restoreWriter{b: b, prefix: lo, limit: f.restoreBatch, committed: f.restored}
 	defer func() { w.b.Close() }()
 	st := lockstate.New(f.cfg)
 	// Whatever an earlier failed restore left under gen goes first.
@@ -263,7 +266,9 @@ func readSnapshot(src io.Reader, w *restoreWriter, st *lockstate.State) (uint64,
 		return bad("version %d not supported", v)
 	}
 	applied := binary.BigEndian.Uint64(hdr[12:])
-	var key, prev []byte
+	// key and val are reused: State.Load and Batch.Set copy what they keep
+	// (fsm.load hands Load an iterator's value, valid only until Next).
+	var key, val, prev []byte
 	for {
 		kl, err := binary.ReadUvarint(cr)
 		if err != nil {
@@ -286,7 +291,10 @@ func readSnapshot(src io.Reader, w *restoreWriter, st *lockstate.State) (uint64,
 		if err != nil || vl > maxSnapVal {
 			return bad("value length")
 		}
-		val := make([]byte, vl)
+		if uint64(cap(val)) < vl {
+			val = make([]byte, vl)
+		}
+		val = val[:vl]
 		if _, err := io.ReadFull(cr, val); err != nil {
 			return bad("value: %v", err)
 		}
