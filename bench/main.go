@@ -83,6 +83,7 @@ func parseConfig() (config, error) {
 	flag.IntVar(&c.kills, "kills", 3, "leader kills of the failover workload")
 	flag.DurationVar(&c.settle, "failover-settle", 2*time.Second, "load before each leader kill")
 	flag.IntVar(&c.scale.keys, "keys", 1000000, "keys of the scale workload")
+	flag.IntVar(&c.scale.valueBytes, "value-bytes", 16, "bytes of each key's value in the scale workload")
 	flag.IntVar(&c.scale.sessions, "sessions", 100000, "sessions of the scale workload")
 	flag.StringVar(&c.jsonPath, "json", "", "write all results as JSON to this file")
 	flag.StringVar(&c.svgPath, "svg", "", "write the plot to this file (default: next to --json, .svg)")
@@ -114,8 +115,8 @@ func parseConfig() (config, error) {
 		return c, fmt.Errorf("need --heartbeat-sessions > 0 and 0 < --heartbeat-interval < the sessions' TTL (%v)", c.hb.ttl)
 	case c.runs < 1:
 		return c, errors.New("need --runs >= 1")
-	case c.kills < 0 || c.scale.keys < 0 || c.scale.sessions < 0:
-		return c, errors.New("need --kills, --keys, --sessions >= 0")
+	case c.kills < 0 || c.scale.keys < 0 || c.scale.sessions < 0 || c.scale.valueBytes < 0 || c.scale.valueBytes > 4096:
+		return c, errors.New("need --kills, --keys, --sessions >= 0 and 0 <= --value-bytes <= 4096")
 	}
 	if c.svgPath == "" && c.jsonPath != "" {
 		c.svgPath = strings.TrimSuffix(c.jsonPath, ".json") + ".svg"
@@ -145,7 +146,7 @@ func (c config) settings() map[string]any {
 		"warmup": c.warmup.String(), "duration": c.duration.String(), "clients": c.clients,
 		"wait_ms": c.waitMs, "rate": c.rate, "openloop_workers": c.openPool, "fenced_via": c.fencedVia,
 		"heartbeat_sessions": c.hb.sessions, "heartbeat_conns": c.hb.conns, "heartbeat_interval": c.hb.interval.String(), "heartbeat_window": c.hb.window.String(),
-		"kills": c.kills, "keys": c.scale.keys, "sessions": c.scale.sessions, "runs": c.runs, "fenced_flags": c.extra,
+		"kills": c.kills, "keys": c.scale.keys, "value_bytes": c.scale.valueBytes, "sessions": c.scale.sessions, "runs": c.runs, "fenced_flags": c.extra,
 	}
 }
 

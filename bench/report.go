@@ -485,11 +485,21 @@ func (r *report) scaleTable(w io.Writer) {
 	rows = append(rows,
 		[]string{"restart of follower " + s.RestartNode + " (kill -9, exec to a linearizable read through it)", fmt.Sprintf("%.3f s", s.RestartSeconds)},
 		[]string{"RAFT.SNAPSHOT on the leader", fmt.Sprintf("%.3f s", s.SnapshotSeconds)},
-		[]string{fmt.Sprintf("snapshot install on a new node (exec to applied ≥ %d)", s.InstallIndex), fmt.Sprintf("%.3f s", s.InstallSeconds)},
+		[]string{fmt.Sprintf("snapshot install on a new node (exec to applied ≥ %d)%s", s.InstallIndex, installNote(s.LogFirstIndex)), fmt.Sprintf("%.3f s", s.InstallSeconds)},
 		[]string{"RSS of the new node", fmt.Sprintf("%.0f MiB", mib(s.NewNodeRSSBytes))},
+		[]string{"peak RSS of the new node (VmHWM) / snapshot size", fmt.Sprintf("%.0f MiB / %.0f MiB (%s)", mib(s.NewNodePeakRSSBytes), mib(s.SnapshotBytes), ratioText(float64(s.NewNodePeakRSSBytes)/max(1, float64(s.SnapshotBytes)))+"x")},
 		[]string{"errors", fmt.Sprintf("%d%s", s.Errors, suffix("; first: ", s.FirstError))},
 	)
 	writeTable(w, []string{"metric", "fenced-3"}, rows)
+}
+
+// installNote says when the new node of workload f did not install a
+// snapshot: the leader still had its whole log, which it sent instead.
+func installNote(first uint64) string {
+	if first > 1 {
+		return ""
+	}
+	return " (NOT an install: the leader kept its whole log and sent it; lower --trailing-logs through --fenced-flags)"
 }
 
 func (r *report) checksSection(w io.Writer) {
