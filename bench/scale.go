@@ -84,18 +84,8 @@ func runScale(ctx context.Context, c *fencedCluster, s scaleSpec) (scaleResult, 
 		return r, ctx.Err()
 	}
 	// Every node must have applied the load before its memory means anything.
-	st, err := leader.status(ctx)
-	if err != nil {
+	if err := c.waitAllApplied(ctx, leader); err != nil {
 		return r, err
-	}
-	commit, err := statusUint(st, "commit_index")
-	if err != nil {
-		return r, err
-	}
-	for _, n := range c.nodes {
-		if err := waitApplied(ctx, n, commit, readyTimeout); err != nil {
-			return r, err
-		}
 	}
 	for _, n := range c.nodes {
 		rss, err := rssBytes(n.proc.pid())
@@ -137,7 +127,8 @@ func runScale(ctx context.Context, c *fencedCluster, s scaleSpec) (scaleResult, 
 		return r, fmt.Errorf("RAFT.SNAPSHOT: %w", err)
 	}
 	r.SnapshotSeconds = time.Since(ts).Seconds()
-	if st, err = leader.status(ctx); err != nil {
+	st, err := leader.status(ctx)
+	if err != nil {
 		return r, err
 	}
 	if r.InstallIndex, err = statusUint(st, "commit_index"); err != nil {
@@ -162,6 +153,25 @@ func runScale(ctx context.Context, c *fencedCluster, s scaleSpec) (scaleResult, 
 	r.NewNodePeakRSSBytes, _ = peakRSSBytes(n4.proc.pid())
 	r.Errors, r.FirstError = errs.n, errs.first
 	return r, nil
+}
+
+// waitAllApplied waits until every node has applied what the leader had
+// committed when asked.
+func (c *fencedCluster) waitAllApplied(ctx context.Context, leader *fencedNode) error {
+	st, err := leader.status(ctx)
+	if err != nil {
+		return err
+	}
+	commit, err := statusUint(st, "commit_index")
+	if err != nil {
+		return err
+	}
+	for _, n := range c.nodes {
+		if err := waitApplied(ctx, n, commit, readyTimeout); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitApplied polls the node's own RAFT.STATUS until its applied index
