@@ -6,7 +6,7 @@ DEPTH     ?= 3
 PKGS      := ./...
 SHELL     := bash
 
-.PHONY: help build run cluster test chaos exhaustive fuzz lint bench bench-fencing clean
+.PHONY: help build run cluster test chaos exhaustive fuzz lint bench bench-install bench-keys bench-fencing clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -60,6 +60,14 @@ lint: ## gofmt, go vet and staticcheck
 
 bench: build ## fenced (1 and 3 nodes) side by side with redis-server and etcd: tables, bench-results.json and .svg (about 8 min)
 	$(GO) run ./bench --bin $(BIN) --json bench-results.json $(BENCHFLAGS)
+
+BENCHKEYS ?= 1000000
+
+bench-install: build ## a new node installs a snapshot of BENCHKEYS keys (1 M): install time, its peak RSS (VmHWM) against the snapshot's size (about 3 min)
+	$(GO) run ./bench --bin $(BIN) --targets fenced-3 --workloads scale --keys $(BENCHKEYS) --sessions 0 --fenced-flags "--trailing-logs 16" $(BENCHFLAGS)
+
+bench-keys: build ## KEYS * and a whole SCAN over BENCHKEYS keys (1 M) on fenced-3 while 16 clients lock: lock p50/p99 alone and during each read (about 2 min)
+	$(GO) run ./bench --bin $(BIN) --targets fenced-3 --workloads keys --keys $(BENCHKEYS) $(BENCHFLAGS)
 
 bench-fencing: ## the SQL guard's cost per write on a real PostgreSQL: BEGIN; UPDATE; COMMIT with and without fencing.Guard.Check (about 1 min)
 	$(GO) test -run '^$$' -bench '^BenchmarkGuard' -benchtime 3s -count 5 ./fencing

@@ -45,6 +45,7 @@ type config struct {
 	kills     int
 	settle    time.Duration
 	scale     scaleSpec
+	keys      keysSpec
 	jsonPath  string
 	svgPath   string
 	pprofDir  string
@@ -58,6 +59,12 @@ func knownTargets() []string {
 	return []string{"fenced-1", "fenced-3", "fenced-3-secure", "redis", "redis-aof", "etcd-3"}
 }
 func knownWorkloads() []string {
+	return append(defaultWorkloads(), "keys")
+}
+
+// defaultWorkloads are what a plain make bench runs; keys (make
+// bench-keys) is asked for by name.
+func defaultWorkloads() []string {
 	return []string{"uncontended", "contended", "openloop", "heartbeat", "failover", "scale"}
 }
 
@@ -68,7 +75,7 @@ func parseConfig() (config, error) {
 	flag.StringVar(&c.redisBin, "redis-bin", "", "redis-server binary (default: PATH, then /usr/bin/redis-server; missing = skipped)")
 	flag.StringVar(&c.etcdBin, "etcd-bin", "", "etcd binary (default: PATH, then /usr/bin/etcd; missing = skipped)")
 	flag.StringVar(&targets, "targets", strings.Join(knownTargets(), ","), "targets to start and measure")
-	flag.StringVar(&workloads, "workloads", strings.Join(knownWorkloads(), ","), "workloads to run")
+	flag.StringVar(&workloads, "workloads", strings.Join(defaultWorkloads(), ","), "workloads to run (known: "+strings.Join(knownWorkloads(), ",")+")")
 	flag.StringVar(&clients, "clients", "1,16,64", "client counts of the uncontended workload")
 	flag.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured time before each step's window")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "measured window of each uncontended, contended and open-loop step")
@@ -82,7 +89,11 @@ func parseConfig() (config, error) {
 	flag.DurationVar(&c.hb.window, "heartbeat-window", 10*time.Second, "CPU measuring window, idle and heartbeating")
 	flag.IntVar(&c.kills, "kills", 3, "leader kills of the failover workload")
 	flag.DurationVar(&c.settle, "failover-settle", 2*time.Second, "load before each leader kill")
-	flag.IntVar(&c.scale.keys, "keys", 1000000, "keys of the scale workload")
+	flag.IntVar(&c.scale.keys, "keys", 1000000, "keys of the scale and keys workloads")
+	flag.IntVar(&c.keys.lockers, "keys-lockers", contendedClients, "lockers of the keys workload, each its own lock")
+	flag.DurationVar(&c.keys.baseline, "keys-baseline", 5*time.Second, "the keys workload's lockers alone, before KEYS *")
+	flag.IntVar(&c.keys.scanCount, "scan-count", 1000, "COUNT of the keys workload's SCAN")
+	flag.IntVar(&c.scale.valueBytes, "value-bytes", 16, "bytes of each key's value in the scale workload")
 	flag.IntVar(&c.scale.sessions, "sessions", 100000, "sessions of the scale workload")
 	flag.StringVar(&c.jsonPath, "json", "", "write all results as JSON to this file")
 	flag.StringVar(&c.svgPath, "svg", "", "write the plot to this file (default: next to --json, .svg)")
@@ -103,6 +114,7 @@ func parseConfig() (config, error) {
 	}
 	c.extra = strings.Fields(extra)
 	c.hb.ttl = 10 * time.Second
+	c.keys.keys = c.scale.keys
 	switch {
 	case c.duration <= 0 || c.warmup < 0 || c.waitMs <= 0:
 		return c, errors.New("need --duration > 0, --warmup >= 0, --wait-ms > 0")
@@ -114,8 +126,10 @@ func parseConfig() (config, error) {
 		return c, fmt.Errorf("need --heartbeat-sessions > 0 and 0 < --heartbeat-interval < the sessions' TTL (%v)", c.hb.ttl)
 	case c.runs < 1:
 		return c, errors.New("need --runs >= 1")
-	case c.kills < 0 || c.scale.keys < 0 || c.scale.sessions < 0:
-		return c, errors.New("need --kills, --keys, --sessions >= 0")
+	case c.keys.lockers < 1 || c.keys.baseline <= 0 || c.keys.scanCount < 1:
+		return c, errors.New("need --keys-lockers >= 1, --keys-baseline > 0, --scan-count >= 1")
+	case c.kills < 0 || c.scale.keys < 0 || c.scale.sessions < 0 || c.scale.valueBytes < 0 || c.scale.valueBytes > 4096:
+		return c, errors.New("need --kills, --keys, --sessions >= 0 and 0 <= --value-bytes <= 4096")
 	}
 	if c.svgPath == "" && c.jsonPath != "" {
 		c.svgPath = strings.TrimSuffix(c.jsonPath, ".json") + ".svg"
@@ -145,7 +159,7 @@ func (c config) settings() map[string]any {
 		"warmup": c.warmup.String(), "duration": c.duration.String(), "clients": c.clients,
 		"wait_ms": c.waitMs, "rate": c.rate, "openloop_workers": c.openPool, "fenced_via": c.fencedVia,
 		"heartbeat_sessions": c.hb.sessions, "heartbeat_conns": c.hb.conns, "heartbeat_interval": c.hb.interval.String(), "heartbeat_window": c.hb.window.String(),
-		"kills": c.kills, "keys": c.scale.keys, "sessions": c.scale.sessions, "runs": c.runs, "fenced_flags": c.extra,
+		"kills": c.kills, "keys": c.scale.keys, "value_bytes": c.scale.valueBytes, "sessions": c.scale.sessions, "keys_lockers": c.keys.lockers, "keys_baseline": c.keys.baseline.String(), "scan_count": c.keys.scanCount, "runs": c.runs, "fenced_flags": c.extra,
 	}
 }
 

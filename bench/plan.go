@@ -82,6 +82,9 @@ func (b *bench) runAll(ctx context.Context) {
 	if b.wants("scale") && b.hasTarget("fenced-3") && ctx.Err() == nil {
 		b.phase("scale", func() { b.runScale(ctx) })
 	}
+	if b.wants("keys") && b.hasTarget("fenced-3") && ctx.Err() == nil {
+		b.phase("keys", func() { b.runKeys(ctx) })
+	}
 }
 
 // describe says what a target is and whether its binary is there.
@@ -295,4 +298,21 @@ func (b *bench) runScale(ctx context.Context) {
 	}
 	progress("scale: load %.1f s, max RSS %.0f MiB, restart %.3f s, snapshot install %.3f s", r.LoadSeconds, mib(r.MaxRSSBytes), r.RestartSeconds, r.InstallSeconds)
 	b.rep.Scale = &r
+}
+
+func (b *bench) runKeys(ctx context.Context) {
+	progress("keys: starting fenced-3, loading %d keys", b.cfg.keys.keys)
+	c, err := b.fenced(ctx, "fenced-3", 3)
+	if err != nil {
+		b.fail("keys: %v", err)
+		return
+	}
+	defer c.stop()
+	r, err := runKeys(ctx, c, b.cfg.keys)
+	if err != nil {
+		b.fail("keys: %v", err)
+	}
+	progress("keys: KEYS * %.3f s, SCAN %.3f s; lock p99 %.3f ms alone, %.3f ms during KEYS, %.3f ms during SCAN",
+		r.KeysSeconds, r.ScanSeconds, r.Baseline.P99Ms, r.DuringKeys.P99Ms, r.DuringScan.P99Ms)
+	b.rep.Keys = &r
 }

@@ -163,6 +163,15 @@ func rssBytes(pid int) (int64, error) {
 	return parseKBField(string(b), "VmRSS")
 }
 
+// peakRSSBytes is a process's peak resident set so far (VmHWM).
+func peakRSSBytes(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseKBField(string(b), "VmHWM")
+}
+
 // parseKBField reads a "Name:   123 kB" line of a /proc status-style file.
 func parseKBField(text, name string) (int64, error) {
 	for _, line := range strings.Split(text, "\n") {

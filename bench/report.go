@@ -88,6 +88,7 @@ type report struct {
 	Heartbeat *heartbeatResult `json:"heartbeat,omitempty"`
 	Failover  []failoverResult `json:"failover,omitempty"`
 	Scale     *scaleResult     `json:"scale,omitempty"`
+	Keys      *keysResult      `json:"keys,omitempty"`
 	Checks    []check          `json:"spec_targets"`
 	Phases    []phase          `json:"phases"`
 	Errors    []string         `json:"errors,omitempty"` // workloads that could not run
@@ -366,6 +367,7 @@ func (r *report) markdown(w io.Writer) {
 	r.heartbeatTable(w)
 	r.failoverTable(w)
 	r.scaleTable(w)
+	r.keysTable(w)
 	r.checksSection(w)
 	r.errorLines(w)
 	if len(r.Phases) > 0 {
@@ -485,11 +487,40 @@ func (r *report) scaleTable(w io.Writer) {
 	rows = append(rows,
 		[]string{"restart of follower " + s.RestartNode + " (kill -9, exec to a linearizable read through it)", fmt.Sprintf("%.3f s", s.RestartSeconds)},
 		[]string{"RAFT.SNAPSHOT on the leader", fmt.Sprintf("%.3f s", s.SnapshotSeconds)},
-		[]string{fmt.Sprintf("snapshot install on a new node (exec to applied ≥ %d)", s.InstallIndex), fmt.Sprintf("%.3f s", s.InstallSeconds)},
+		[]string{fmt.Sprintf("snapshot install on a new node (exec to applied ≥ %d)%s", s.InstallIndex, installNote(s.LogFirstIndex)), fmt.Sprintf("%.3f s", s.InstallSeconds)},
 		[]string{"RSS of the new node", fmt.Sprintf("%.0f MiB", mib(s.NewNodeRSSBytes))},
+		[]string{"peak RSS of the new node (VmHWM) / snapshot size", fmt.Sprintf("%.0f MiB / %.0f MiB (%s)", mib(s.NewNodePeakRSSBytes), mib(s.SnapshotBytes), ratioText(float64(s.NewNodePeakRSSBytes)/max(1, float64(s.SnapshotBytes)))+"x")},
 		[]string{"errors", fmt.Sprintf("%d%s", s.Errors, suffix("; first: ", s.FirstError))},
 	)
 	writeTable(w, []string{"metric", "fenced-3"}, rows)
+}
+
+func (r *report) keysTable(w io.Writer) {
+	k := r.Keys
+	if k == nil {
+		return
+	}
+	fmt.Fprintf(w, "\n## g. KEYS * and a whole SCAN over %d keys while %d clients lock (%s, all on the leader)\n\n", k.Keys, k.Lockers, k.Target)
+	lat := func(l windowLatency) []string {
+		return []string{fmt.Sprintf("%.1f s", l.Seconds), fmt.Sprintf("%.0f", l.PerSec), fmt.Sprintf("%.3f", l.P50Ms), fmt.Sprintf("%.3f", l.P99Ms), fmt.Sprintf("%.3f", l.MaxMs)}
+	}
+	rows := [][]string{
+		append([]string{"lockers alone"}, lat(k.Baseline)...),
+		append([]string{fmt.Sprintf("during KEYS * (%d names)", k.KeysFound)}, lat(k.DuringKeys)...),
+		append([]string{fmt.Sprintf("during SCAN COUNT %d to the end (%d calls, %d names)", k.ScanCount, k.ScanCalls, k.ScanFound)}, lat(k.DuringScan)...),
+	}
+	writeTable(w, []string{"window", "length", "acquires/s", "FLOCK p50 ms", "p99 ms", "max ms"}, rows)
+	fmt.Fprintf(w, "\nload %.1f s; p99 during KEYS / alone: %s; errors: %d%s\n", k.LoadSeconds,
+		ratioText(k.DuringKeys.P99Ms/max(k.Baseline.P99Ms, 1e-9)), k.Errors, suffix("; first: ", k.FirstError))
+}
+
+// installNote says when the new node of workload f did not install a
+// snapshot: the leader still had its whole log, which it sent instead.
+func installNote(first uint64) string {
+	if first > 1 {
+		return ""
+	}
+	return " (NOT an install: the leader kept its whole log and sent it; lower --trailing-logs through --fenced-flags)"
 }
 
 func (r *report) checksSection(w io.Writer) {

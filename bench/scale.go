@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,8 +16,9 @@ import (
 // scaleSpec is workload f: a large state, then what it costs to hold,
 // restart and copy to a new node.
 type scaleSpec struct {
-	keys     int
-	sessions int
+	keys       int
+	valueBytes int // of each key's value
+	sessions   int
 }
 
 // scaleResult is workload f's figures for the 3-node cluster.
@@ -33,9 +36,17 @@ type scaleResult struct {
 	SnapshotSeconds float64          `json:"snapshot_seconds"`
 	InstallSeconds  float64          `json:"snapshot_install_seconds"` // exec of the new node to applied >= commit at join
 	InstallIndex    uint64           `json:"install_target_index"`
-	NewNodeRSSBytes int64            `json:"new_node_rss_bytes"`
-	Errors          int64            `json:"errors"`
-	FirstError      string           `json:"first_error,omitempty"`
+	// LogFirstIndex is the leader's first log index after RAFT.SNAPSHOT:
+	// above 1, the new node can only catch up by installing the snapshot;
+	// at 1 it replays the log instead (too few entries for --trailing-logs).
+	LogFirstIndex   uint64 `json:"log_first_index"`
+	NewNodeRSSBytes int64  `json:"new_node_rss_bytes"`
+	// The new node's peak RSS (VmHWM): the most it held while it installed
+	// the snapshot, against the snapshot's size (the records it carries).
+	NewNodePeakRSSBytes int64  `json:"new_node_peak_rss_bytes"`
+	SnapshotBytes       int64  `json:"snapshot_bytes"`
+	Errors              int64  `json:"errors"`
+	FirstError          string `json:"first_error,omitempty"`
 }
 
 // Loading: fenced answers the commands of one connection in order, each
@@ -61,7 +72,7 @@ func runScale(ctx context.Context, c *fencedCluster, s scaleSpec) (scaleResult, 
 	}
 	var errs errTally
 	t0 := time.Now()
-	loadKeys(ctx, leader.addr, s.keys, &errs)
+	loadKeys(ctx, leader.addr, s.keys, s.valueBytes, &errs)
 	t1 := time.Now()
 	_, openErrs := openSessions(ctx, leader.addr, s.sessions, 24*time.Hour) // the largest TTL allowed: none expires during the step
 	errs.merge(openErrs)
@@ -73,18 +84,8 @@ func runScale(ctx context.Context, c *fencedCluster, s scaleSpec) (scaleResult, 
 		return r, ctx.Err()
 	}
 	// Every node must have applied the load before its memory means anything.
-	st, err := leader.status(ctx)
-	if err != nil {
+	if err := c.waitAllApplied(ctx, leader); err != nil {
 		return r, err
-	}
-	commit, err := statusUint(st, "commit_index")
-	if err != nil {
-		return r, err
-	}
-	for _, n := range c.nodes {
-		if err := waitApplied(ctx, n, commit, readyTimeout); err != nil {
-			return r, err
-		}
 	}
 	for _, n := range c.nodes {
 		rss, err := rssBytes(n.proc.pid())
@@ -126,12 +127,17 @@ func runScale(ctx context.Context, c *fencedCluster, s scaleSpec) (scaleResult, 
 		return r, fmt.Errorf("RAFT.SNAPSHOT: %w", err)
 	}
 	r.SnapshotSeconds = time.Since(ts).Seconds()
-	if st, err = leader.status(ctx); err != nil {
+	st, err := leader.status(ctx)
+	if err != nil {
 		return r, err
 	}
 	if r.InstallIndex, err = statusUint(st, "commit_index"); err != nil {
 		return r, err
 	}
+	if r.LogFirstIndex, err = statusUint(st, "first_index"); err != nil {
+		return r, err
+	}
+	r.SnapshotBytes = newestSnapshotBytes(leader.dir)
 	start := time.Now()
 	n4, err := c.addNode(ctx, leader.raft)
 	if err != nil {
@@ -142,8 +148,30 @@ func runScale(ctx context.Context, c *fencedCluster, s scaleSpec) (scaleResult, 
 	}
 	r.InstallSeconds = time.Since(start).Seconds()
 	r.NewNodeRSSBytes, _ = rssBytes(n4.proc.pid())
+	// VmHWM is the peak over the process's life, which so far was the
+	// install: no sampling needed.
+	r.NewNodePeakRSSBytes, _ = peakRSSBytes(n4.proc.pid())
 	r.Errors, r.FirstError = errs.n, errs.first
 	return r, nil
+}
+
+// waitAllApplied waits until every node has applied what the leader had
+// committed when asked.
+func (c *fencedCluster) waitAllApplied(ctx context.Context, leader *fencedNode) error {
+	st, err := leader.status(ctx)
+	if err != nil {
+		return err
+	}
+	commit, err := statusUint(st, "commit_index")
+	if err != nil {
+		return err
+	}
+	for _, n := range c.nodes {
+		if err := waitApplied(ctx, n, commit, readyTimeout); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitApplied polls the node's own RAFT.STATUS until its applied index
@@ -166,8 +194,9 @@ func waitApplied(ctx context.Context, n *fencedNode, index uint64, timeout time.
 		})
 }
 
-// loadKeys writes keys bench:k:<i> with a 16-byte value in MSET batches.
-func loadKeys(ctx context.Context, addr string, keys int, errs *errTally) {
+// loadKeys writes keys bench:k:<i> with a value of size bytes (at least
+// 16) in MSET batches.
+func loadKeys(ctx context.Context, addr string, keys, size int, errs *errTally) {
 	var mu sync.Mutex
 	parallelBatches(ctx, addr, keys, keyBatch*keyDepth, keyConns, func(rdb *redis.Client, from, to int) {
 		pipe := rdb.Pipeline()
@@ -175,7 +204,7 @@ func loadKeys(ctx context.Context, addr string, keys int, errs *errTally) {
 			args := make([]any, 0, 1+2*keyBatch)
 			args = append(args, "MSET")
 			for i := lo; i < min(lo+keyBatch, to); i++ {
-				args = append(args, fmt.Sprintf("bench:k:%d", i), fmt.Sprintf("%016d", i))
+				args = append(args, fmt.Sprintf("bench:k:%d", i), fmt.Sprintf("%0*d", max(16, size), i))
 			}
 			pipe.Do(ctx, args...)
 		}
@@ -235,6 +264,22 @@ func parallelBatches(ctx context.Context, addr string, total, batch, conns int, 
 	}
 	close(batches)
 	wg.Wait()
+}
+
+// newestSnapshotBytes is the size of the newest snapshot in a node's data
+// directory (raft's file snapshot store: snapshots/<term-index-ms>/state.bin,
+// whose names sort by time); 0 if there is none.
+func newestSnapshotBytes(dir string) int64 {
+	files, _ := filepath.Glob(filepath.Join(dir, "snapshots", "*", "state.bin"))
+	if len(files) == 0 {
+		return 0
+	}
+	slices.Sort(files)
+	info, err := os.Stat(files[len(files)-1])
+	if err != nil {
+		return 0
+	}
+	return info.Size()
 }
 
 // dirSize is the bytes of the regular files under dir.

@@ -17,7 +17,8 @@ const (
 	prefixLog byte = 0x01
 	// prefixStable holds the raft.StableStore keys (CurrentTerm, votes).
 	prefixStable byte = 0x02
-	// prefixFSM is reserved for the state machine's records (fsm.go).
+	// prefixFSM is reserved for the state machine's records of generation
+	// 0; later generations are under prefixGen (generation.go).
 	prefixFSM byte = 0x03
 	// prefixMeta is reserved for bookkeeping such as the applied index.
 	prefixMeta byte = 0x04

@@ -65,20 +65,28 @@ type fsm struct {
 	// (see DESIGN.md, Write-back and crash replay).
 	replayUntil uint64
 
-	mu      sync.RWMutex // guards state, applied, stored and writeBack
+	mu      sync.RWMutex // guards state, applied, stored, gen and writeBack
 	state   *lockstate.State
 	applied uint64
 	// stored is the applied index of the state in Pebble: entries after it
 	// changed records that only the in-memory state holds yet.
 	stored uint64
+	// gen is the live generation of the records in Pebble (generation.go).
+	gen uint64
 	// writeBack is writeBackEntries; tests lower it.
 	writeBack uint64
+	// restoreBatch is restoreBatchBytes; tests lower it.
+	restoreBatch int
+	// restored, if set, is called after each batch a restore commits, with
+	// their count so far and its size: tests count batches and crash
+	// between them.
+	restored func(batches, size int)
 }
 
 var _ raft.BatchingFSM = (*fsm)(nil)
 
 func newFSM(db *pebble.DB, cfg lockstate.Config, obs Observer) (*fsm, error) {
-	f := &fsm{db: db, cfg: cfg, obs: obs, writeBack: writeBackEntries}
+	f := &fsm{db: db, cfg: cfg, obs: obs, writeBack: writeBackEntries, restoreBatch: restoreBatchBytes}
 	if plant.On(plant.NoAppliedIndex) {
 		// The planted bug re-applies what the stored state already holds,
 		// which needs a stored state ahead of the last snapshot: writing
@@ -97,15 +105,24 @@ func newFSM(db *pebble.DB, cfg lockstate.Config, obs Observer) (*fsm, error) {
 	return f, nil
 }
 
-// load rebuilds the in-memory state from the state-machine records in Pebble.
+// load rebuilds the in-memory state from the live generation of the
+// state-machine records in Pebble, and drops any other.
 func (f *fsm) load() error {
+	gen, err := getUint64(f.db, genKey)
+	if err != nil {
+		return err
+	}
+	if err := dropStale(f.db, gen); err != nil {
+		return err
+	}
 	st := lockstate.New(f.cfg)
-	it, err := f.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixFSM}, UpperBound: []byte{prefixFSM + 1}})
+	lo, hi := genBounds(gen)
+	it, err := f.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return fmt.Errorf("raftstore: load state: %w", err)
 	}
 	for it.First(); it.Valid(); it.Next() {
-		if err := st.Load(it.Key()[1:], it.Value()); err != nil {
+		if err := st.Load(it.Key()[len(lo):], it.Value()); err != nil {
 			it.Close()
 			return fmt.Errorf("raftstore: load state: %w", err)
 		}
@@ -118,7 +135,7 @@ func (f *fsm) load() error {
 		return err
 	}
 	f.mu.Lock()
-	f.state, f.applied, f.stored = st, applied, applied
+	f.state, f.applied, f.stored, f.gen = st, applied, applied, gen
 	f.mu.Unlock()
 	return nil
 }
@@ -138,14 +155,16 @@ func getUint64(r pebble.Reader, key []byte) (uint64, error) {
 	return binary.BigEndian.Uint64(v), nil
 }
 
-// batchWriter puts the state machine's records under the FSM prefix.
+// batchWriter puts the state machine's records under the prefix of the
+// live generation.
 type batchWriter struct {
-	b   *pebble.Batch
-	key []byte
+	b      *pebble.Batch
+	prefix []byte
+	key    []byte
 }
 
 func (w *batchWriter) prefixed(k []byte) []byte {
-	w.key = append(append(w.key[:0], prefixFSM), k...)
+	w.key = append(append(w.key[:0], w.prefix...), k...)
 	return w.key
 }
 
@@ -215,7 +234,8 @@ func (f *fsm) store() error {
 	b := f.db.NewBatch()
 	defer b.Close()
 	// One write per record changed since the last store, not one per entry.
-	if err := f.state.Flush(&batchWriter{b: b}); err != nil {
+	prefix, _ := genBounds(f.gen)
+	if err := f.state.Flush(&batchWriter{b: b, prefix: prefix}); err != nil {
 		return fmt.Errorf("raftstore: write entries up to %d: %w", f.applied, err)
 	}
 	var v [8]byte

@@ -44,6 +44,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 type fsmSnapshot struct {
 	snap    *pebble.Snapshot
 	applied uint64
+	gen     uint64 // the generation live in snap
 }
 
 // snapshot captures a point-in-time Pebble snapshot. It first writes the
@@ -57,17 +58,17 @@ func (f *fsm) snapshot() (raft.FSMSnapshot, error) {
 		return nil, err
 	}
 	snap := f.db.NewSnapshot()
-	applied := f.applied
+	applied, gen := f.applied, f.gen
 	f.mu.Unlock()
 	if err := f.db.LogData(nil, pebble.Sync); err != nil {
 		snap.Close()
 		return nil, fmt.Errorf("raftstore: sync before snapshot: %w", err)
 	}
-	return &fsmSnapshot{snap: snap, applied: applied}, nil
+	return &fsmSnapshot{snap: snap, applied: applied, gen: gen}, nil
 }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := writeSnapshot(sink, s.snap, s.applied); err != nil {
+	if err := writeSnapshot(sink, s.snap, s.applied, s.gen); err != nil {
 		sink.Cancel()
 		return err
 	}
@@ -76,7 +77,7 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 
 func (s *fsmSnapshot) Release() { s.snap.Close() }
 
-func writeSnapshot(dst io.Writer, r pebble.Reader, applied uint64) error {
+func writeSnapshot(dst io.Writer, r pebble.Reader, applied, gen uint64) error {
 	crc := crc32.New(crcTable)
 	bw := bufio.NewWriterSize(io.MultiWriter(dst, crc), 64<<10)
 	var hdr [20]byte
@@ -84,13 +85,14 @@ func writeSnapshot(dst io.Writer, r pebble.Reader, applied uint64) error {
 	binary.BigEndian.PutUint32(hdr[8:], snapVersion)
 	binary.BigEndian.PutUint64(hdr[12:], applied)
 	bw.Write(hdr[:])
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixFSM}, UpperBound: []byte{prefixFSM + 1}})
+	lo, hi := genBounds(gen)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return fmt.Errorf("raftstore: snapshot iterator: %w", err)
 	}
 	var lenBuf [binary.MaxVarintLen64]byte
 	for it.First(); it.Valid(); it.Next() {
-		k, v := it.Key()[1:], it.Value()
+		k, v := it.Key()[len(lo):], it.Value()
 		bw.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(k)))])
 		bw.Write(k)
 		bw.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(v)))])
@@ -111,29 +113,126 @@ func writeSnapshot(dst io.Writer, r pebble.Reader, applied uint64) error {
 	return nil
 }
 
-// Restore replaces the state with the snapshot's, atomically: one synced
-// batch that range-deletes the old records, writes the new ones and the
-// applied index, committed only after the checksum matched.
+// restoreBatchBytes bounds a batch of a restore: the snapshot's records
+// are committed in batches of about this size (or one record, if larger),
+// so installing a large state never holds a copy of it in one batch.
+const restoreBatchBytes = 4 << 20
+
+// Restore replaces the state with the snapshot's. The records go under the
+// next generation in batches of restoreBatch bytes, committed NoSync and
+// not yet visible (generation.go); they are loaded into a fresh State as
+// they are read, so a stream with a bad checksum or records that are not a
+// valid state is rejected before anything is made live. Then one synced
+// batch makes the new generation live with its applied index and
+// range-deletes the old one. Pebble writes batches to its log in commit
+// order, so syncing that batch makes the records before it durable too: a
+// crash leaves the old generation live and whole, or the new one.
+//
+// The new State is built beside the running one, which keeps serving
+// reads until the swap: at the peak a restore holds both.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	b := f.db.NewBatch()
-	defer b.Close()
-	// The records are loaded into a new State as they are read, so a
-	// snapshot whose checksum matches but whose records are not a valid
-	// state is rejected before anything is committed.
+	f.mu.RLock()
+	old := f.gen
+	f.mu.RUnlock()
+	gen := old + 1
+	lo, hi := genBounds(gen)
+	// The batch's buffer is kept from one batch to the next, unless a
+	// record larger than the bound grew it.
+	b := f.db.NewBatch(pebble.WithInitialSizeBytes(f.restoreBatch+f.restoreBatch/4), pebble.WithMaxRetainedSizeBytes(2*f.restoreBatch))
+	w := &restoreWriter{b: b, prefix: lo, limit: f.restoreBatch, committed: f.restored}
+	defer func() { w.b.Close() }()
 	st := lockstate.New(f.cfg)
-	applied, err := readSnapshot(rc, b, st)
+	// Whatever an earlier failed restore left under gen goes first.
+	err := w.b.DeleteRange(lo, hi, nil)
+	var applied uint64
+	if err == nil {
+		applied, err = readSnapshot(rc, w, st)
+	}
+	if err == nil {
+		err = w.commit()
+	}
 	if err != nil {
+		// Best effort: the records are not live, and load drops them.
+		_ = f.db.DeleteRange(lo, hi, pebble.NoSync)
 		return err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("raftstore: commit restore: %w", err)
+	flip := f.db.NewBatch()
+	defer flip.Close()
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], gen)
+	if err := flip.Set(genKey, v[:], nil); err != nil {
+		return fmt.Errorf("raftstore: restore: %w", err)
 	}
+	binary.BigEndian.PutUint64(v[:], applied)
+	if err := flip.Set(appliedKey, v[:], nil); err != nil {
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
+	oldLo, oldHi := genBounds(old)
+	if err := flip.DeleteRange(oldLo, oldHi, nil); err != nil {
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
+	// Under the lock, so that no write-back (sync on shutdown) writes the
+	// old state into the old generation, or its applied index, after the
+	// flip.
 	f.mu.Lock()
-	f.state, f.applied, f.stored = st, applied, applied
+	err = flip.Commit(pebble.Sync)
+	if err != nil {
+		// Pebble v2 ends the process on a failed commit (a crash, which
+		// TestRestoreCrash covers); were it to return one, the batch may
+		// have been applied before its sync failed. The state in memory
+		// follows what Pebble shows, so that write-backs go where load will
+		// read; nothing is deleted, and the next open drops whichever
+		// generation is not live.
+		if live, gerr := getUint64(f.db, genKey); gerr != nil || live != gen {
+			f.mu.Unlock()
+			return fmt.Errorf("raftstore: commit restore: %w", err)
+		}
+		err = fmt.Errorf("raftstore: sync restore: %w", err)
+	}
+	f.state, f.applied, f.stored, f.gen = st, applied, applied, gen
 	f.mu.Unlock()
 	if f.obs != nil {
 		f.obs.Restored(applied, f.read)
+	}
+	return err
+}
+
+// restoreWriter commits a restore's records under prefix in batches of
+// about limit bytes.
+type restoreWriter struct {
+	b         *pebble.Batch
+	prefix    []byte
+	key       []byte
+	limit     int
+	batches   int
+	committed func(batches, size int) // fsm.restored
+}
+
+func (w *restoreWriter) set(k, v []byte) error {
+	w.key = append(append(w.key[:0], w.prefix...), k...)
+	if err := w.b.Set(w.key, v, nil); err != nil {
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
+	if w.b.Len() >= w.limit {
+		return w.commit()
+	}
+	return nil
+}
+
+// commit commits the batch so far, if it holds anything.
+func (w *restoreWriter) commit() error {
+	if w.b.Empty() {
+		return nil
+	}
+	if err := w.b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("raftstore: commit restore batch: %w", err)
+	}
+	size := w.b.Len()
+	w.b.Reset()
+	w.batches++
+	if w.committed != nil {
+		w.committed(w.batches, size)
 	}
 	return nil
 }
@@ -157,9 +256,10 @@ func (c *crcReader) ReadByte() (byte, error) {
 	return b, err
 }
 
-// readSnapshot reads a snapshot stream into b, and its records into st in
-// key order, as fsm.load would read them back from Pebble.
-func readSnapshot(src io.Reader, b *pebble.Batch, st *lockstate.State) (uint64, error) {
+// readSnapshot reads a snapshot stream's records into w and into st in key
+// order, as fsm.load would read them back from Pebble, and returns its
+// applied index once the checksum matched.
+func readSnapshot(src io.Reader, w *restoreWriter, st *lockstate.State) (uint64, error) {
 	cr := &crcReader{r: bufio.NewReaderSize(src, 64<<10), crc: crc32.New(crcTable)}
 	bad := func(format string, args ...any) (uint64, error) {
 		return 0, fmt.Errorf("%w: "+format, append([]any{ErrBadSnapshot}, args...)...)
@@ -175,10 +275,9 @@ func readSnapshot(src io.Reader, b *pebble.Batch, st *lockstate.State) (uint64, 
 		return bad("version %d not supported", v)
 	}
 	applied := binary.BigEndian.Uint64(hdr[12:])
-	if err := b.DeleteRange([]byte{prefixFSM}, []byte{prefixFSM + 1}, nil); err != nil {
-		return 0, err
-	}
-	var key, prev []byte
+	// key and val are reused: State.Load and Batch.Set copy what they keep
+	// (fsm.load hands Load an iterator's value, valid only until Next).
+	var key, val, prev []byte
 	for {
 		kl, err := binary.ReadUvarint(cr)
 		if err != nil {
@@ -190,26 +289,32 @@ func readSnapshot(src io.Reader, b *pebble.Batch, st *lockstate.State) (uint64, 
 		if kl > maxSnapKey {
 			return bad("key of %d bytes", kl)
 		}
-		key = append(append(key[:0], prefixFSM), make([]byte, kl)...)
-		if _, err := io.ReadFull(cr, key[1:]); err != nil {
+		if uint64(cap(key)) < kl {
+			key = make([]byte, kl)
+		}
+		key = key[:kl]
+		if _, err := io.ReadFull(cr, key); err != nil {
 			return bad("key: %v", err)
 		}
 		vl, err := binary.ReadUvarint(cr)
 		if err != nil || vl > maxSnapVal {
 			return bad("value length")
 		}
-		val := make([]byte, vl)
+		if uint64(cap(val)) < vl {
+			val = make([]byte, vl)
+		}
+		val = val[:vl]
 		if _, err := io.ReadFull(cr, val); err != nil {
 			return bad("value: %v", err)
 		}
 		if prev != nil && bytes.Compare(key, prev) <= 0 {
-			return bad("record %q out of key order", key[1:])
+			return bad("record %q out of key order", key)
 		}
 		prev = append(prev[:0], key...)
-		if err := st.Load(key[1:], val); err != nil {
+		if err := st.Load(key, val); err != nil {
 			return bad("%v", err)
 		}
-		if err := b.Set(key, val, nil); err != nil {
+		if err := w.set(key, val); err != nil {
 			return 0, err
 		}
 	}
@@ -220,11 +325,6 @@ func readSnapshot(src io.Reader, b *pebble.Batch, st *lockstate.State) (uint64, 
 	}
 	if got := binary.BigEndian.Uint32(sum[:]); got != want {
 		return bad("checksum %08x, want %08x", got, want)
-	}
-	var v [8]byte
-	binary.BigEndian.PutUint64(v[:], applied)
-	if err := b.Set(appliedKey, v[:], nil); err != nil {
-		return 0, err
 	}
 	return applied, nil
 }

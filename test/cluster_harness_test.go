@@ -20,6 +20,7 @@ type cluster struct {
 	nodes    []*node
 	ids      []string
 	password string // what the tests' clients authenticate with ("" = none)
+	bin      string // the binary nodes run ("" = the tests' build)
 }
 
 // startCluster starts size nodes with ids n1, n2, ...; extra[i], when
@@ -63,7 +64,7 @@ func (c *cluster) add(id string, args ...string) *node {
 	if len(c.nodes) > 0 {
 		a = append(a, "--join", c.lastAlive().raftAddr)
 	}
-	n := startNode(c.t, nodeOpts{args: a, password: c.password})
+	n := startNode(c.t, nodeOpts{args: a, password: c.password, bin: c.bin})
 	c.nodes = append(c.nodes, n)
 	c.ids = append(c.ids, id)
 	return n

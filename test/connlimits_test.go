@@ -30,17 +30,29 @@ func (n *node) pid() int {
 // rssBytes is the node's resident set size, from /proc.
 func (n *node) rssBytes(t testing.TB) int64 {
 	t.Helper()
+	return n.statusBytes(t, "VmRSS")
+}
+
+// peakRSSBytes is the most the node's process has held resident (VmHWM).
+func (n *node) peakRSSBytes(t testing.TB) int64 {
+	t.Helper()
+	return n.statusBytes(t, "VmHWM")
+}
+
+// statusBytes reads a "Name: N kB" field of the node's /proc status.
+func (n *node) statusBytes(t testing.TB, field string) int64 {
+	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.pid()))
 	if err != nil {
 		t.Skipf("no /proc to measure memory: %v", err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == field+":" {
 			kb, _ := strconv.ParseInt(f[1], 10, 64)
 			return kb << 10
 		}
 	}
-	t.Fatal("no VmRSS in /proc status")
+	t.Fatalf("no %s in /proc status", field)
 	return 0
 }
 
