@@ -26,6 +26,16 @@ const prefixGen byte = 0x05
 // genKey holds the live generation; absent means 0.
 var genKey = []byte{prefixMeta, 'g'}
 
+// oldBinaryGuard sits under prefixFSM, where a fenced from before
+// generations reads its records, once a later generation is live: such a
+// binary would otherwise find no records there, take the state for empty
+// at the stored applied index and diverge in silence. Its state machine
+// refuses this record (no record has an empty key), so it refuses to start.
+var (
+	oldBinaryGuard      = []byte{prefixFSM}
+	oldBinaryGuardValue = []byte("fenced: a newer fenced wrote this data directory (records under generation >= 1); run that version or newer")
+)
+
 // genBounds is the key range [lo, hi) of generation gen's records; lo is
 // also the prefix of each of them.
 func genBounds(gen uint64) (lo, hi []byte) {
@@ -45,7 +55,8 @@ func staleRanges(gen uint64) [][2][]byte {
 		return [][2][]byte{all}
 	}
 	lo, hi := genBounds(gen)
-	return [][2][]byte{{{prefixFSM}, {prefixFSM + 1}}, {all[0], lo}, {hi, all[1]}}
+	// Generation 0's range, except oldBinaryGuard, its first key.
+	return [][2][]byte{{{prefixFSM, 0}, {prefixFSM + 1}}, {all[0], lo}, {hi, all[1]}}
 }
 
 // dropStale range-deletes the records of every generation but gen: what a

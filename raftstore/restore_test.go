@@ -281,14 +281,38 @@ func TestLoadOldFormat(t *testing.T) {
 	}
 	checkUnchanged(t, fresh, want2, next-1)
 
-	// Its first restore moves it to generation 1 and empties prefixFSM.
+	// Its first restore moves it to generation 1 and empties prefixFSM
+	// but for the guard, which an old binary's state machine refuses to
+	// load, so that it does not take the state for empty.
 	if err := f.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, src)))); err != nil {
 		t.Fatal(err)
 	}
-	if f.gen != 1 || countRange(t, db, []byte{prefixFSM}, []byte{prefixFSM + 1}) != 0 {
-		t.Fatalf("generation %d after a restore; prefixFSM still holds records", f.gen)
+	if f.gen != 1 || countRange(t, db, []byte{prefixFSM}, []byte{prefixFSM + 1}) != 1 {
+		t.Fatalf("generation %d after a restore; prefixFSM holds %d records, want the guard only", f.gen, countRange(t, db, []byte{prefixFSM}, []byte{prefixFSM + 1}))
+	}
+	old := lockstate.New(lockstate.Config{})
+	for k, v := range contents(t, db) {
+		if k[0] == prefixFSM {
+			if err := old.Load([]byte(k[1:]), []byte(v)); err == nil {
+				t.Fatalf("a binary from before generations loads %q", k)
+			}
+		}
 	}
 	checkUnchanged(t, f, want, applied)
+	// The guard survives reopening (dropStale leaves it) and a later
+	// restore.
+	if err := dropStale(db, f.gen); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, src)))); err != nil {
+		t.Fatal(err)
+	}
+	if err := dropStale(db, f.gen); err != nil {
+		t.Fatal(err)
+	}
+	if c := countRange(t, db, []byte{prefixFSM}, []byte{prefixFSM + 1}); f.gen != 2 || c != 1 {
+		t.Fatalf("generation %d, %d records under prefixFSM; want 2 and the guard", f.gen, c)
+	}
 }
 
 // TestRestoreFailedLeavesNothing: a restore that fails on its last check

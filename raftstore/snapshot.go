@@ -172,6 +172,10 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err := flip.DeleteRange(oldLo, oldHi, nil); err != nil {
 		return fmt.Errorf("raftstore: restore: %w", err)
 	}
+	// After the range deletion in the batch, so that it survives it.
+	if err := flip.Set(oldBinaryGuard, oldBinaryGuardValue, nil); err != nil {
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
 	// Under the lock, so that no write-back (sync on shutdown) writes the
 	// old state into the old generation, or its applied index, after the
 	// flip.
