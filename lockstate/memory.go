@@ -92,8 +92,8 @@ func (s *State) cost(key string) (int64, *int64) {
 	return int64(len(key) + len(v) + recordOverhead), slot
 }
 
-// count sets the share of Used of the record at key to what it now is and
-// returns the change.
+// count sets the share of Used kept for the record at key to what it now
+// is, and returns it.
 func (s *State) count(key string) int64 {
 	n, slot := s.cost(key)
 	switch {
