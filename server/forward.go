@@ -23,9 +23,10 @@ var (
 	// ErrForwardLost means the link to the leader broke after the command
 	// was sent: it may or may not have been applied.
 	ErrForwardLost = reply.NewErr("UNCERTAIN", "outcome unknown: the link to the leader broke after sending")
-	// ErrStarting answers clients of a node that has not yet cancelled the
-	// waits its earlier process left queued; nothing was applied.
-	ErrStarting = reply.NewErr("TRYAGAIN", "node starting: cancelling the waits of its previous run")
+	// ErrStarting answers clients of a node that has not settled within
+	// settleWait (startup.go), wrapped with what it waits for; nothing was
+	// applied. Redis's -LOADING, which clients retry.
+	ErrStarting = reply.NewErr("LOADING", "fenced is starting")
 )
 
 // Forwarding bounds. A forwarded proposal waits longer than the leader's

@@ -98,8 +98,8 @@ func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 		if v.Kind() == resp.KindInvalid {
 			v = s.cmds[spec.Name](c, args)
 		}
-	case s.starting(c, spec):
-		v = errorReply(ErrStarting)
+	case s.starting(c, spec) && !s.start.wait(c.Context(), settleWait):
+		v = errorReply(fmt.Errorf("%w: %s", ErrStarting, s.start.why()))
 	case s.redirects(c, spec):
 		v = s.moved()
 	case s.leaderOnly(c, spec):
@@ -129,12 +129,12 @@ func (s *Server) listening(c *resp.Conn) bool {
 	return s.pubsub.subscribed(c) > 0 && c.Proto() == 2
 }
 
-// starting reports whether a client's command must get -TRYAGAIN because
-// this node has not settled: it could hand a lock to a wait of its earlier
-// process. Cluster administration (raft.*) still runs, so that membership
-// can be repaired meanwhile.
+// starting reports whether a client's command must wait for this node to
+// settle, or get -LOADING: until then it could hand a lock to a wait of its
+// earlier process. Cluster administration (raft.*) still runs, so that
+// membership can be repaired meanwhile.
 func (s *Server) starting(c *resp.Conn, spec *commands.Spec) bool {
-	return !s.settled.Load() && fromClient(c) && replicated(spec) && !strings.HasPrefix(spec.Name, "raft.")
+	return !s.start.settled.Load() && fromClient(c) && replicated(spec) && !strings.HasPrefix(spec.Name, "raft.")
 }
 
 // redirects reports whether a follower in redirect mode answers -MOVED:

@@ -103,7 +103,13 @@ func (s *Server) infoSection(sec string) [][2]string {
 			{"maxmemory", itoa(maxMem)}, {"maxmemory_human", humanBytes(maxMem)}, {"maxmemory_policy", "noeviction"},
 		}
 	case "persistence":
-		return [][2]string{{"loading", "0"}, {"aof_enabled", "0"}, {"raft_log_fsync", "always"}}
+		// loading:1 until the node settles (startup.go): its clients'
+		// commands wait, then answer -LOADING, as Redis's do while it loads.
+		loading := "1"
+		if s.start.settled.Load() {
+			loading = "0"
+		}
+		return [][2]string{{"loading", loading}, {"aof_enabled", "0"}, {"raft_log_fsync", "always"}}
 	case "stats":
 		return [][2]string{
 			{"total_commands_processed", itoa(s.stats.commands.Load())},

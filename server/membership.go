@@ -163,10 +163,12 @@ func (s *Server) announce(ctx context.Context) {
 		case <-time.After(delay):
 		}
 		if s.node.Leader() == "" {
+			s.start.waitingFor("a leader (no quorum of the cluster's voters reachable yet)")
 			delay = poll
 			continue
 		}
 		delay = min(2*delay, time.Second) // back off while attempts fail
+		s.start.waitingFor("its address to be recorded in the member table")
 		if err := s.announceSelf(ctx); err != nil {
 			if errors.Is(err, lockstate.ErrNodeRemoved) {
 				s.log.Error("this node's id was removed from the cluster; start it with a new --id and empty --data", "id", s.cfg.ID)
@@ -174,6 +176,9 @@ func (s *Server) announce(ctx context.Context) {
 			}
 			s.log.Debug("announce", "err", err)
 			continue
+		}
+		if len(epochs) > 0 {
+			s.start.waitingFor("the waits of its previous run to be cancelled")
 		}
 		for len(epochs) > 0 {
 			e := lockstate.Entry{Op: lockstate.OpCancelWaits, WaitID: epochs[0] << 32}
@@ -185,7 +190,7 @@ func (s *Server) announce(ctx context.Context) {
 			s.waits.forgetEpochs(epochs)
 		}
 		if len(epochs) == 0 {
-			s.settled.Store(true)
+			s.start.settle()
 			s.log.Info("node settled", "id", s.cfg.ID)
 			return
 		}

@@ -22,7 +22,7 @@ func (s *Server) RunsAhead(c *resp.Conn, args [][]byte) bool {
 	if !ok || !spec.RunsAhead(args) {
 		return false
 	}
-	return fromClient(c) && s.pubsub.subscribed(c) == 0 && s.settled.Load() && s.node.CanPropose()
+	return fromClient(c) && s.pubsub.subscribed(c) == 0 && s.start.settled.Load() && s.node.CanPropose()
 }
 
 // proposeAhead commits e and answers reply(result): on the leader with a

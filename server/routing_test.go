@@ -52,7 +52,7 @@ func TestRoutingPredicates(t *testing.T) {
 			t.Errorf("leaderOnly(%s) = %v, want %v", spec.Name, got, want)
 		}
 	}
-	s.settled.Store(true)
+	s.start.settle()
 	for _, spec := range s.table.All() {
 		if s.starting(nil, spec) {
 			t.Errorf("starting(%s) once settled", spec.Name)

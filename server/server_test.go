@@ -414,7 +414,7 @@ func startServerWith(t *testing.T, mod func(*Config)) *Server {
 		}
 	})
 	deadline := time.Now().Add(10 * time.Second)
-	for !s.node.CanPropose() || !s.settled.Load() {
+	for !s.node.CanPropose() || !s.start.settled.Load() {
 		if time.Now().After(deadline) {
 			t.Fatal("the node did not become a settled leader")
 		}

@@ -31,7 +31,7 @@ func foNotSent(err error) bool {
 // foRetryable reports the errors that are safe to retry: nothing was
 // applied (see DESIGN.md, Error replies).
 func foRetryable(err error) bool {
-	return isCode(err, "TRYAGAIN") || isCode(err, "CLUSTERDOWN")
+	return isCode(err, "TRYAGAIN") || isCode(err, "CLUSTERDOWN") || isCode(err, "LOADING")
 }
 
 // foLogTime returns the time of the first line of n's stderr at or after
@@ -270,7 +270,7 @@ func (w *foWorker) read(args ...any) (any, bool, error) {
 		switch {
 		case err == nil || errors.Is(err, redis.Nil):
 			return v, true, err
-		case isCode(err, "TRYAGAIN") || isCode(err, "CLUSTERDOWN") || isCode(err, "UNCERTAIN"):
+		case isCode(err, "TRYAGAIN") || isCode(err, "CLUSTERDOWN") || isCode(err, "LOADING") || isCode(err, "UNCERTAIN"):
 			w.r.retries.Add(1)
 			time.Sleep(10 * time.Millisecond)
 		case isReplyErr(err):

@@ -23,7 +23,7 @@ import (
 // (see DESIGN.md, Error replies): -TRYAGAIN and -CLUSTERDOWN (nothing
 // applied) and -UNCERTAIN (outcome unknown).
 func notServing(err error) bool {
-	return isCode(err, "TRYAGAIN") || isCode(err, "CLUSTERDOWN") || isCode(err, "UNCERTAIN")
+	return isCode(err, "TRYAGAIN") || isCode(err, "CLUSTERDOWN") || isCode(err, "LOADING") || isCode(err, "UNCERTAIN")
 }
 
 // isReplyErr reports whether err is an error reply of the server (as
@@ -175,7 +175,7 @@ func (w *loadWorker) call(args ...any) (any, error) {
 			w.counts.ok.Add(1)
 			w.counts.decided(start)
 			return v, err
-		case isCode(err, "TRYAGAIN") || isCode(err, "CLUSTERDOWN"):
+		case isCode(err, "TRYAGAIN") || isCode(err, "CLUSTERDOWN") || isCode(err, "LOADING"):
 			w.counts.retry.Add(1)
 			time.Sleep(20 * time.Millisecond)
 		case isCode(err, "UNCERTAIN"):

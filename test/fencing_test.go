@@ -76,7 +76,7 @@ func (l *fenceLocker) do(ctx context.Context, args ...any) (any, error) {
 			return v, err
 		case ctx.Err() != nil:
 			return nil, err
-		case errors.As(err, &re) && !isCode(err, "TRYAGAIN") && !isCode(err, "CLUSTERDOWN") && !isCode(err, "UNCERTAIN"):
+		case errors.As(err, &re) && !isCode(err, "TRYAGAIN") && !isCode(err, "CLUSTERDOWN") && !isCode(err, "LOADING") && !isCode(err, "UNCERTAIN"):
 			return nil, err
 		}
 		// Not decided: try the next node after a moment.

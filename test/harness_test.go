@@ -360,8 +360,8 @@ func (n *node) waitReady(ctx context.Context) error {
 		// Before it leads, the node must say so with a retryable code
 		// (see DESIGN.md, Error replies), nothing else.
 		var re redis.Error
-		if errors.As(err, &re) && !isCode(err, "TRYAGAIN") && !isCode(err, "CLUSTERDOWN") {
-			return fmt.Errorf("while not ready the node answered %q, want -TRYAGAIN or -CLUSTERDOWN", err)
+		if errors.As(err, &re) && !isCode(err, "TRYAGAIN") && !isCode(err, "CLUSTERDOWN") && !isCode(err, "LOADING") {
+			return fmt.Errorf("while not ready the node answered %q, want -TRYAGAIN, -CLUSTERDOWN or -LOADING", err)
 		}
 		last = err
 		select {

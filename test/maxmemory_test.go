@@ -71,7 +71,7 @@ func fillUntilOOM(t *testing.T, c *redis.Client, what string, cmd func(i int) []
 				applied++
 			case err.Error() == oomReply:
 				return applied
-			case isCode(err, "CLUSTERDOWN") || isCode(err, "TRYAGAIN") || isCode(err, "UNCERTAIN"):
+			case isCode(err, "CLUSTERDOWN") || isCode(err, "TRYAGAIN") || isCode(err, "LOADING") || isCode(err, "UNCERTAIN"):
 				t.Logf("%s: %v; waiting", what, err)
 				time.Sleep(200 * time.Millisecond)
 			default:
