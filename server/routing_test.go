@@ -40,7 +40,7 @@ func TestGenericHandlers(t *testing.T) {
 // TestRoutingPredicates: which of a client's commands ServeRESP holds back
 // while the node starts, and which run on the leader as a whole.
 func TestRoutingPredicates(t *testing.T) {
-	s := &Server{table: commands.New()}
+	s := &Server{table: commands.New(), start: newStartup()}
 	for _, spec := range s.table.All() {
 		state := spec.Has(commands.Write) || spec.Has(commands.Read)
 		raft := strings.HasPrefix(spec.Name, "raft.")
