@@ -1,3 +1,18 @@
+// The hostile-input suite. This file holds the protocol and flag attacks;
+// the resource attacks, each with its liveness and memory checks, sit
+// beside the limit they attack:
+//
+//   - replicated state without bound: TestStateBomb, TestMaxMemory
+//     (maxmemory_test.go), TestLabelBombRefused, TestNameCaps
+//     (caps_test.go); lockstate's TestSessionsPerUserCap, TestRecordCap
+//     and TestMaxMemoryRefusesGrowthOnly
+//   - a record a snapshot could not carry: TestBigRecordRefusedAtWrite,
+//     TestInstallPeakRSS (records_test.go)
+//   - KEYS holding up writes: raftstore's TestKeysDoesNotHoldUpApply; SCAN
+//     instead, scan_test.go; the lock latency during KEYS is make bench-keys
+//   - slow and idle clients: TestSlowSubscriberOutputLimit and the rest of
+//     connlimits_test.go
+//   - a full or failing disk, a corrupt log tail: disk_test.go
 package test
 
 import (
