@@ -9,11 +9,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/raft"
 
 	"github.com/fenced/fenced/internal/plant"
@@ -84,6 +86,11 @@ type Config struct {
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
 	ApplyTimeout      time.Duration // how long Propose waits to enqueue
+
+	// DiskReserve is the free space kept in Dir (0 = DefaultDiskReserve):
+	// below it the node takes no writes, below half of it its own writes
+	// are refused before they reach Pebble (see DESIGN.md, Disk trouble).
+	DiskReserve uint64
 }
 
 func (c *Config) setDefaults() {
@@ -120,6 +127,10 @@ type Node struct {
 	readyTerm atomic.Uint64 // term whose barrier this node applied as leader
 	existing  bool          // the data directory held Raft state at start
 	verify    *verifier     // coalesced leadership checks for reads
+	disk      *disk         // can the node persist, and why not
+	// transferring is set while a leadership transfer asked for by a
+	// leader that cannot persist is under way.
+	transferring atomic.Bool
 
 	appliedMu sync.Mutex
 	appliedCh chan struct{} // closed and replaced after every applied batch
@@ -156,16 +167,19 @@ func (n *Node) open() error {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return fmt.Errorf("raftstore: data dir: %w", err)
 	}
+	n.disk = newDisk(cfg.Dir, cfg.DiskReserve, cfg.Logger)
 	var err error
-	if n.db, err = OpenDB(filepath.Join(cfg.Dir, "pebble")); err != nil {
+	if n.db, err = openDB(filepath.Join(cfg.Dir, "pebble"), vfs.Default, n.disk.fatal); err != nil {
 		return err
 	}
 	if n.logs, err = NewLogStore(n.db); err != nil {
 		return err
 	}
+	n.logs.disk = n.disk
 	if n.fsm, err = newFSM(n.db, cfg.State, nodeObserver{n}); err != nil {
 		return err
 	}
+	n.fsm.disk = n.disk
 	// Entries already in the log were proposed before this process began:
 	// applying them replays the past, whose messages no subscriber of this
 	// process may hear.
@@ -178,6 +192,11 @@ func (n *Node) open() error {
 		return fmt.Errorf("raftstore: snapshot store: %w", err)
 	}
 	if err := n.restoreNewerSnapshot(snaps); err != nil {
+		return err
+	}
+	// hashicorp/raft reads every entry after the last snapshot as it
+	// starts, and panics on one it cannot read (api.go, NewRaft).
+	if err := checkLog(n.logs, snaps, cfg.Dir, cfg.ID); err != nil {
 		return err
 	}
 	if n.trans == nil {
@@ -332,6 +351,10 @@ func (n *Node) watchLeadership() {
 		case <-n.raft.LeaderCh():
 		case <-t.C:
 		}
+		n.disk.refresh()
+		if n.raft.State() == raft.Leader && n.disk.Err() != nil {
+			n.handOff()
+		}
 		if n.raft.State() != raft.Leader {
 			n.cfg.Clock.Follow()
 			continue
@@ -352,6 +375,35 @@ func (n *Node) watchLeadership() {
 		}
 	}
 }
+
+// handOff hands leadership to another voter, once at a time, when this
+// leader cannot persist: it takes no client writes (the server answers
+// MISCONF), and soon cannot append at all, while a follower with space can
+// lead the cluster on. A node alone keeps leading: there is nobody to
+// hand to.
+func (n *Node) handOff() {
+	if !n.transferring.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer n.transferring.Store(false)
+		n.cfg.Logger.Warn("handing leadership on: this node cannot persist", "reason", n.disk.Err())
+		if err := n.raft.LeadershipTransfer().Error(); err != nil {
+			n.cfg.Logger.Info("leadership not handed on", "err", err)
+			// Not again at once: a lone voter would spin here.
+			select {
+			case <-n.stop:
+			case <-time.After(n.cfg.ElectionTimeout):
+			}
+		}
+	}()
+}
+
+// DiskError is nil while the node can persist, else why it cannot: its free
+// space is below the reserve (until space is back), or a write to its data
+// directory failed (until it is restarted). The server refuses writes
+// meanwhile (ErrCannotPersist).
+func (n *Node) DiskError() error { return n.disk.Err() }
 
 // Existing reports whether the node restarted with Raft state: it is then
 // the member it was, and bootstrap or join requests are ignored.
@@ -401,6 +453,12 @@ func (n *Node) result(f raft.ApplyFuture) (lockstate.Result, error) {
 		switch {
 		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
 			return lockstate.Result{}, n.notReady()
+		case notStored(err):
+			// This leader could not append the entry (dispatchLogs): it
+			// reached no log, not even its own, so nothing was applied.
+			// raft.LogCache wraps the store's error as text (%q), so the
+			// node's condition says why.
+			return lockstate.Result{}, n.cannotPersist(err)
 		case errors.Is(err, raft.ErrEnqueueTimeout):
 			return lockstate.Result{}, fmt.Errorf("%w: %v", ErrNotReady, err)
 		case plant.On(plant.LostIsFailure):
@@ -414,6 +472,31 @@ func (n *Node) result(f raft.ApplyFuture) (lockstate.Result, error) {
 		return lockstate.Result{}, fmt.Errorf("%w: entry %d had no result", ErrUncertain, f.Index())
 	}
 	return *res, nil
+}
+
+// notStored reports whether an apply future failed because the leader's
+// own append failed. hashicorp/raft v1.7 answers a future with a store
+// error only in dispatchLogs, before the entry is replicated, and with its
+// sentinels in every other case; raft.LogCache words that store error as
+// "unable to store logs within log store".
+func notStored(err error) bool {
+	for _, e := range []error{raft.ErrLeadershipLost, raft.ErrRaftShutdown, raft.ErrAbortedByRestore, raft.ErrNotLeader, raft.ErrEnqueueTimeout, raft.ErrLeadershipTransferInProgress} {
+		if errors.Is(err, e) {
+			return false
+		}
+	}
+	return errors.Is(err, ErrCannotPersist) || strings.Contains(err.Error(), "unable to store logs")
+}
+
+// cannotPersist is ErrCannotPersist with the node's reason, or err's.
+func (n *Node) cannotPersist(err error) error {
+	if cause := n.disk.Err(); cause != nil {
+		return fmt.Errorf("%w: %w", ErrCannotPersist, cause)
+	}
+	if errors.Is(err, ErrCannotPersist) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", ErrCannotPersist, err)
 }
 
 // Tick proposes a tick entry (session package).
@@ -585,6 +668,8 @@ type Status struct {
 	LastIndex, FirstIndex       uint64
 	Peers, Voters               int
 	LastContact                 time.Time
+	// DiskError is why the node cannot persist, "" when it can.
+	DiskError string
 }
 
 // Status returns the node's Raft status.
@@ -596,6 +681,9 @@ func (n *Node) Status() Status {
 		LastIndex: n.raft.LastIndex(), LastContact: n.raft.LastContact(),
 	}
 	s.FirstIndex, _ = n.logs.FirstIndex()
+	if err := n.disk.Err(); err != nil {
+		s.DiskError = err.Error()
+	}
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		s.Peers = len(f.Configuration().Servers)
 		for _, sv := range f.Configuration().Servers {
@@ -613,6 +701,9 @@ func (n *Node) Status() Status {
 func (n *Node) Close() error {
 	close(n.stop)
 	<-n.done
+	if n.disk.Failed() {
+		return n.closeFailed()
+	}
 	err := n.raft.Shutdown().Error()
 	if cerr := closeTransport(n.trans); err == nil {
 		err = cerr
@@ -627,4 +718,22 @@ func (n *Node) Close() error {
 		err = cerr
 	}
 	return err
+}
+
+// closeFailed is Close after a Pebble write failed. Raft's goroutine may be
+// blocked for good in LogStore.Set, and Pebble's commit pipeline locked, so
+// neither is waited for long, and nothing more is written: the process
+// exits, and the next start recovers from what reached the disk.
+func (n *Node) closeFailed() error {
+	done := make(chan struct{})
+	go func() {
+		n.raft.Shutdown().Error()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
+	closeTransport(n.trans)
+	return fmt.Errorf("raftstore: closed without writing back: %w", n.disk.Err())
 }

@@ -56,10 +56,18 @@ func (f *fsm) snapshot() (raft.FSMSnapshot, error) {
 		f.mu.Unlock()
 		return nil, err
 	}
+	// The snapshot file goes to the data directory too, outside Pebble:
+	// it is refused while it would take the reserve (the state's size in
+	// Pebble is a fair estimate of it).
+	est, _ := f.db.EstimateDiskUsage([]byte{prefixFSM}, []byte{prefixFSM + 1})
+	if err := f.disk.admit(int(min(est, 1<<40)), "snapshot"); err != nil {
+		f.mu.Unlock()
+		return nil, fmt.Errorf("raftstore: snapshot: %w", err)
+	}
 	snap := f.db.NewSnapshot()
 	applied := f.applied
 	f.mu.Unlock()
-	if err := f.db.LogData(nil, pebble.Sync); err != nil {
+	if err := f.disk.write("sync before snapshot", func() error { return f.db.LogData(nil, pebble.Sync) }); err != nil {
 		snap.Close()
 		return nil, fmt.Errorf("raftstore: sync before snapshot: %w", err)
 	}
@@ -126,7 +134,10 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := f.disk.admit(b.Len(), "snapshot restore"); err != nil {
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
+	if err := f.disk.write("snapshot restore", func() error { return b.Commit(pebble.Sync) }); err != nil {
 		return fmt.Errorf("raftstore: commit restore: %w", err)
 	}
 	f.mu.Lock()
