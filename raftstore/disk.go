@@ -159,14 +159,19 @@ func (d *disk) setFree(f func() (uint64, error)) {
 	d.mu.Unlock()
 }
 
-// setLow enters or leaves the low condition; the caller holds mu.
+// setLow enters or leaves the low condition; the caller holds mu. It is
+// left only at one and a half times the reserve: Pebble takes and gives
+// back space in steps of a WAL (preallocated, 110 % of a memtable) or a
+// flushed memtable, and without the margin a node near the reserve would
+// take and refuse writes by turns.
 func (d *disk) setLow(free uint64) {
+	resume := d.reserve + d.reserve/2
 	switch {
-	case free < d.reserve:
+	case free < d.reserve || d.low != nil && free < resume:
 		if d.low == nil {
 			d.logger.Warn("data directory nearly full: this node takes no writes until space is freed", "dir", d.dir, "free", size(free), "reserve", size(d.reserve))
 		}
-		d.low = fmt.Errorf("%w: %s free in %s, below --disk-reserve %s", ErrNoSpace, size(free), d.dir, size(d.reserve))
+		d.low = fmt.Errorf("%w: %s free in %s, below --disk-reserve %s (writes resume at %s free)", ErrNoSpace, size(free), d.dir, size(d.reserve), size(resume))
 	case d.low != nil:
 		d.logger.Info("data directory has space again: writes resume", "dir", d.dir, "free", size(free))
 		d.low = nil

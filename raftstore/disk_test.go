@@ -55,7 +55,13 @@ func TestDiskAdmit(t *testing.T) {
 	if !strings.HasPrefix(err2str(d.admit(testReserve/2, "log append")), "MISCONF ") {
 		t.Fatalf("refusal does not read as MISCONF: %v", d.admit(testReserve/2, "log append"))
 	}
+	// Leaving takes a margin: Pebble gives space back in steps.
 	space.n.Store(testReserve)
+	d.refresh()
+	if err := d.Err(); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("back at the reserve: Err %v, want still ErrNoSpace", err)
+	}
+	space.n.Store(testReserve * 3 / 2)
 	d.refresh()
 	if err := d.Err(); err != nil {
 		t.Fatalf("space back: Err %v, want nil", err)
@@ -239,7 +245,9 @@ func TestNodeDiskFull(t *testing.T) {
 	space := &fakeSpace{}
 	space.n.Store(1 << 40)
 	n.disk.setFree(space.free)
+	n.disk.mu.Lock()
 	n.disk.reserve = testReserve
+	n.disk.mu.Unlock()
 	propose(t, n, lockstate.Entry{Op: lockstate.OpSessionOpen, Session: sessionID(0), TTL: 60_000})
 
 	space.n.Store(testReserve - 1)
