@@ -708,10 +708,16 @@ func (n *Node) Close() error {
 	if cerr := closeTransport(n.trans); err == nil {
 		err = cerr
 	}
+	// On a disk below half the reserve the write-back is refused and the
+	// memtable is not flushed: a flush that cannot be written is retried by
+	// Pebble without pause, and would hold up the exit. The WAL and the Raft
+	// log hold everything; the next start only replays more.
 	if serr := n.fsm.sync(); err == nil {
 		err = serr
 	}
-	if ferr := n.db.Flush(); err == nil {
+	if aerr := n.disk.admit(0, "flush at close"); aerr != nil {
+		n.cfg.Logger.Warn("closing without a flush: data directory nearly full", "err", aerr)
+	} else if ferr := n.db.Flush(); err == nil {
 		err = ferr
 	}
 	if cerr := n.db.Close(); err == nil {
