@@ -30,7 +30,9 @@ NORACE    := ^(TestModel|TestExhaustive|TestResourceBombs)$$
 # disk the parallel tests' fsyncs queue behind each other. A process crash
 # (kill -9, what the durability tests do) keeps what tmpfs holds, as it keeps
 # the page cache of a disk.
-TESTTMP   ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
+# Only a roomy one: every node keeps --disk-reserve (128 MiB) free and
+# answers -MISCONF below it, and a container's /dev/shm may be 64 MiB.
+TESTTMP   ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$$(df -Pk /dev/shm | awk 'NR==2 {print $$4}')" -gt 4194304 ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
 test: ## vet, then every unit, integration and fuzz-seed test with -race (and the one-goroutine CPU-bound ones without)
 	$(GO) vet $(PKGS)

@@ -35,7 +35,15 @@ func OpenDB(dir string) (*pebble.DB, error) {
 }
 
 // OpenDBFS is OpenDB on an explicit filesystem; tests pass vfs.NewMem().
+// Pebble's fatal errors end the process, as Pebble's default logger does:
+// for tools and tests, which have no node to report them.
 func OpenDBFS(dir string, fs vfs.FS) (*pebble.DB, error) {
+	return openDB(dir, fs, pebble.DefaultLogger.Fatalf)
+}
+
+// openDB opens the database with fatal as Pebble's Logger.Fatalf: a node
+// passes disk.fatal, which must never return.
+func openDB(dir string, fs vfs.FS, fatal func(format string, args ...any)) (*pebble.DB, error) {
 	opts := &pebble.Options{
 		FS:                 fs,
 		FormatMajorVersion: formatVersion,
@@ -47,7 +55,7 @@ func OpenDBFS(dir string, fs vfs.FS) (*pebble.DB, error) {
 		// Durability comes from synced WAL commits; background sstable
 		// syncing just smooths flush I/O so it does not stall those fsyncs.
 		BytesPerSync: 512 << 10,
-		Logger:       quietLogger{},
+		Logger:       quietLogger{fatal: fatal},
 	}
 	// GetLog, stable-store reads and FSM lookups are point reads; bloom
 	// filters let them skip sstables cheaply.
@@ -62,8 +70,10 @@ func OpenDBFS(dir string, fs vfs.FS) (*pebble.DB, error) {
 }
 
 // quietLogger drops Pebble's informational messages (WAL replay chatter on
-// every open) and keeps errors and fatal conditions.
-type quietLogger struct{}
+// every open), keeps errors, and hands fatal conditions to fatal.
+type quietLogger struct {
+	fatal func(format string, args ...any)
+}
 
 func (quietLogger) Infof(string, ...any) {}
 
@@ -71,8 +81,8 @@ func (quietLogger) Errorf(format string, args ...any) {
 	pebble.DefaultLogger.Errorf(format, args...)
 }
 
-func (quietLogger) Fatalf(format string, args ...any) {
-	pebble.DefaultLogger.Fatalf(format, args...)
+func (l quietLogger) Fatalf(format string, args ...any) {
+	l.fatal(format, args...)
 }
 
 // fsmKey returns prefixFSM+k in a fresh slice (never aliasing k).

@@ -55,9 +55,10 @@ type Observer interface {
 // delegates, and writes the state back to Pebble every writeBackEntries
 // entries or writeBackRecords changed records.
 type fsm struct {
-	db  *pebble.DB
-	cfg lockstate.Config
-	obs Observer
+	db   *pebble.DB
+	cfg  lockstate.Config
+	obs  Observer
+	disk *disk // guards the write-back (nil: unguarded); see DESIGN.md, Disk trouble
 
 	lastTerm atomic.Uint64 // Raft term of the last entry applied
 	// replayUntil is the last log index when the process started: entries up
@@ -174,9 +175,14 @@ func (f *fsm) Apply(l *raft.Log) interface{}       { return f.ApplyBatch([]*raft
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) { return f.snapshot() }
 
 // ApplyBatch applies committed entries to the in-memory state, and writes
-// the state back to Pebble once enough have accumulated. A decode
-// or storage failure panics: the log is corrupt or the disk failed, and a
-// replica that skipped an entry would diverge silently (hashicorp/raft#307).
+// the state back to Pebble once enough have accumulated. An entry that
+// does not decode panics: the log is corrupt, and a replica that skipped an
+// entry would diverge silently (hashicorp/raft#307). A write-back that is
+// refused or fails does not: the entries stay applied in memory and in the
+// Raft log, which raft truncates only after a snapshot, and a snapshot
+// writes back first (so it fails too). The write-back is tried again at the
+// next batch; a restart meanwhile replays the log from the stored applied
+// index (see DESIGN.md, Disk trouble).
 func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 	out := make([]interface{}, len(logs))
 	var ev lockstate.Events
@@ -207,9 +213,9 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 	if changed {
 		f.applied = applied
 		if f.applied-f.stored >= f.writeBack || f.state.Unflushed() >= writeBackRecords || f.state.UnflushedBytes() >= writeBackBytes {
-			if err := f.store(); err != nil {
-				panic(err.Error())
-			}
+			// store logs its own refusals and failures (disk.admit,
+			// disk.fail); the state stays ahead of Pebble meanwhile.
+			_ = f.store()
 		}
 	}
 	f.mu.Unlock()
@@ -231,6 +237,14 @@ func (f *fsm) store() error {
 	if f.stored == f.applied {
 		return nil
 	}
+	// Asked before Flush, which forgets which records changed: a batch
+	// refused after it would leave those changes out of every later
+	// write-back. The batch's size is not known yet; the free space is
+	// kept at half the reserve at least, and a write-back is bounded by
+	// writeBackRecords records.
+	if err := f.disk.admit(0, "write-back of the state"); err != nil {
+		return fmt.Errorf("raftstore: write entries up to %d: %w", f.applied, err)
+	}
 	b := f.db.NewBatch()
 	defer b.Close()
 	// One write per record changed since the last store, not one per entry.
@@ -243,7 +257,11 @@ func (f *fsm) store() error {
 	if err := b.Set(appliedKey, v[:], nil); err != nil {
 		return fmt.Errorf("raftstore: batch: %w", err)
 	}
-	if err := b.Commit(pebble.NoSync); err != nil {
+	// A commit that fails after Flush leaves the records it carried out of
+	// the state's changed set; disk.write then marks the storage failed, so
+	// nothing is written back again in this process, and a restart rebuilds
+	// the state from the last stored applied index and the log.
+	if err := f.disk.write("write-back of the state", func() error { return b.Commit(pebble.NoSync) }); err != nil {
 		return fmt.Errorf("raftstore: commit entries up to %d: %w", f.applied, err)
 	}
 	f.stored = f.applied

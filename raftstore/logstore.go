@@ -34,6 +34,9 @@ var (
 // opened the DB closes it after Raft has shut down.
 type LogStore struct {
 	db *pebble.DB
+	// disk guards the writes (nil: unguarded, for tools and tests): see
+	// DESIGN.md, Disk trouble.
+	disk *disk
 
 	// mu serialises writers (StoreLogs runs on Raft's main goroutine,
 	// DeleteRange also on the snapshot goroutine) so the cached bounds are
@@ -116,9 +119,15 @@ func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 		lo, hi = min(lo, l.Index), max(hi, l.Index)
 	}
 
+	// A refused or failed append is an error Raft handles: a leader
+	// answers the proposals with it and steps down, a follower answers the
+	// append unsuccessful and the leader sends it again later.
+	if err := s.disk.admit(b.Len(), "log append"); err != nil {
+		return fmt.Errorf("raftstore: store logs %d..%d: %w", lo, hi, err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := s.disk.write("log append", func() error { return b.Commit(pebble.Sync) }); err != nil {
 		return fmt.Errorf("raftstore: store logs %d..%d: %w", lo, hi, err)
 	}
 	if f := s.first.Load(); f == 0 || lo < f {
@@ -141,9 +150,11 @@ func (s *LogStore) DeleteRange(lo, hi uint64) error {
 		end = logKey(hi + 1)
 	}
 
+	// Never refused for space: a range tombstone is a few bytes, and
+	// deleting is how the log gives space back.
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.db.DeleteRange(logKey(lo), end, pebble.Sync); err != nil {
+	if err := s.disk.write("log delete", func() error { return s.db.DeleteRange(logKey(lo), end, pebble.Sync) }); err != nil {
 		return fmt.Errorf("raftstore: delete logs %d..%d: %w", lo, hi, err)
 	}
 	first, last := s.first.Load(), s.last.Load()
@@ -198,8 +209,21 @@ func (s *LogStore) scanBounds() (first, last uint64, err error) {
 
 // Set implements raft.StableStore; the write is synced because Raft relies on
 // a persisted vote and term before answering RPCs.
+//
+// It is never refused for space: it is a few bytes, and the reserve is kept
+// for such writes. If Pebble fails it, the node's storage is failed for the
+// rest of the process, and Set does not return. Raft panics when the term
+// cannot be saved (setCurrentTerm), and returning nil instead would let it
+// act in a term it never recorded: after a restart it could vote twice in
+// that term, which breaks Raft's safety. Blocking Raft's goroutine stops
+// this node's part in the cluster, which carries on without it, while the
+// node reports why (MISCONF, /readyz, INFO) until it is restarted.
 func (s *LogStore) Set(key, val []byte) error {
-	if err := s.db.Set(prefixed(prefixStable, key), val, pebble.Sync); err != nil {
+	err := s.disk.write("stable store", func() error { return s.db.Set(prefixed(prefixStable, key), val, pebble.Sync) })
+	if err != nil && s.disk != nil {
+		select {} // see above; Node.Close does not wait for Raft on failed storage
+	}
+	if err != nil {
 		return fmt.Errorf("raftstore: set %q: %w", key, err)
 	}
 	return nil

@@ -9,11 +9,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/raft"
 
 	"github.com/fenced/fenced/internal/plant"
@@ -90,6 +92,11 @@ type Config struct {
 	// proposes, so the replicas all refuse the same entries whatever their
 	// own settings; SetMaxMemory changes it at run time.
 	MaxMemory int64
+
+	// DiskReserve is the free space kept in Dir (0 = DefaultDiskReserve):
+	// below it the node takes no writes, below half of it its own writes
+	// are refused before they reach Pebble (see DESIGN.md, Disk trouble).
+	DiskReserve uint64
 }
 
 func (c *Config) setDefaults() {
@@ -127,6 +134,10 @@ type Node struct {
 	maxMemory atomic.Int64  // Config.MaxMemory, as last set
 	existing  bool          // the data directory held Raft state at start
 	verify    *verifier     // coalesced leadership checks for reads
+	disk      *disk         // can the node persist, and why not
+	// transferring is set while a leadership transfer asked for by a
+	// leader that cannot persist is under way.
+	transferring atomic.Bool
 
 	appliedMu sync.Mutex
 	appliedCh chan struct{} // closed and replaced after every applied batch
@@ -164,16 +175,19 @@ func (n *Node) open() error {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return fmt.Errorf("raftstore: data dir: %w", err)
 	}
+	n.disk = newDisk(cfg.Dir, cfg.DiskReserve, cfg.Logger)
 	var err error
-	if n.db, err = OpenDB(filepath.Join(cfg.Dir, "pebble")); err != nil {
+	if n.db, err = openDB(filepath.Join(cfg.Dir, "pebble"), vfs.Default, n.disk.fatal); err != nil {
 		return err
 	}
 	if n.logs, err = NewLogStore(n.db); err != nil {
 		return err
 	}
+	n.logs.disk = n.disk
 	if n.fsm, err = newFSM(n.db, cfg.State, nodeObserver{n}); err != nil {
 		return err
 	}
+	n.fsm.disk = n.disk
 	// Entries already in the log were proposed before this process began:
 	// applying them replays the past, whose messages no subscriber of this
 	// process may hear.
@@ -186,6 +200,11 @@ func (n *Node) open() error {
 		return fmt.Errorf("raftstore: snapshot store: %w", err)
 	}
 	if err := n.restoreNewerSnapshot(snaps); err != nil {
+		return err
+	}
+	// hashicorp/raft reads every entry after the last snapshot as it
+	// starts, and panics on one it cannot read (api.go, NewRaft).
+	if err := checkLog(n.logs, snaps, cfg.Dir, cfg.ID); err != nil {
 		return err
 	}
 	if n.trans == nil {
@@ -340,6 +359,10 @@ func (n *Node) watchLeadership() {
 		case <-n.raft.LeaderCh():
 		case <-t.C:
 		}
+		n.disk.refresh()
+		if n.raft.State() == raft.Leader && n.disk.Err() != nil {
+			n.handOff()
+		}
 		if n.raft.State() != raft.Leader {
 			n.cfg.Clock.Follow()
 			continue
@@ -360,6 +383,35 @@ func (n *Node) watchLeadership() {
 		}
 	}
 }
+
+// handOff hands leadership to another voter, once at a time, when this
+// leader cannot persist: it takes no client writes (the server answers
+// MISCONF), and soon cannot append at all, while a follower with space can
+// lead the cluster on. A node alone keeps leading: there is nobody to
+// hand to.
+func (n *Node) handOff() {
+	if !n.transferring.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer n.transferring.Store(false)
+		n.cfg.Logger.Warn("handing leadership on: this node cannot persist", "reason", n.disk.Err())
+		if err := n.raft.LeadershipTransfer().Error(); err != nil {
+			n.cfg.Logger.Info("leadership not handed on", "err", err)
+			// Not again at once: a lone voter would spin here.
+			select {
+			case <-n.stop:
+			case <-time.After(n.cfg.ElectionTimeout):
+			}
+		}
+	}()
+}
+
+// DiskError is nil while the node can persist, else why it cannot: its free
+// space is below the reserve (until space is back), or a write to its data
+// directory failed (until it is restarted). The server refuses writes
+// meanwhile (ErrCannotPersist).
+func (n *Node) DiskError() error { return n.disk.Err() }
 
 // Existing reports whether the node restarted with Raft state: it is then
 // the member it was, and bootstrap or join requests are ignored.
@@ -417,6 +469,12 @@ func (n *Node) result(f raft.ApplyFuture) (lockstate.Result, error) {
 		switch {
 		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
 			return lockstate.Result{}, n.notReady()
+		case notStored(err):
+			// This leader could not append the entry (dispatchLogs): it
+			// reached no log, not even its own, so nothing was applied.
+			// raft.LogCache wraps the store's error as text (%q), so the
+			// node's condition says why.
+			return lockstate.Result{}, n.cannotPersist(err)
 		case errors.Is(err, raft.ErrEnqueueTimeout):
 			return lockstate.Result{}, fmt.Errorf("%w: %v", ErrNotReady, err)
 		case plant.On(plant.LostIsFailure):
@@ -430,6 +488,31 @@ func (n *Node) result(f raft.ApplyFuture) (lockstate.Result, error) {
 		return lockstate.Result{}, fmt.Errorf("%w: entry %d had no result", ErrUncertain, f.Index())
 	}
 	return *res, nil
+}
+
+// notStored reports whether an apply future failed because the leader's
+// own append failed. hashicorp/raft v1.7 answers a future with a store
+// error only in dispatchLogs, before the entry is replicated, and with its
+// sentinels in every other case; raft.LogCache words that store error as
+// "unable to store logs within log store".
+func notStored(err error) bool {
+	for _, e := range []error{raft.ErrLeadershipLost, raft.ErrRaftShutdown, raft.ErrAbortedByRestore, raft.ErrNotLeader, raft.ErrEnqueueTimeout, raft.ErrLeadershipTransferInProgress} {
+		if errors.Is(err, e) {
+			return false
+		}
+	}
+	return errors.Is(err, ErrCannotPersist) || strings.Contains(err.Error(), "unable to store logs")
+}
+
+// cannotPersist is ErrCannotPersist with the node's reason, or err's.
+func (n *Node) cannotPersist(err error) error {
+	if cause := n.disk.Err(); cause != nil {
+		return fmt.Errorf("%w: %w", ErrCannotPersist, cause)
+	}
+	if errors.Is(err, ErrCannotPersist) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", ErrCannotPersist, err)
 }
 
 // Tick proposes a tick entry (session package).
@@ -601,6 +684,8 @@ type Status struct {
 	LastIndex, FirstIndex       uint64
 	Peers, Voters               int
 	LastContact                 time.Time
+	// DiskError is why the node cannot persist, "" when it can.
+	DiskError string
 }
 
 // Status returns the node's Raft status.
@@ -612,6 +697,9 @@ func (n *Node) Status() Status {
 		LastIndex: n.raft.LastIndex(), LastContact: n.raft.LastContact(),
 	}
 	s.FirstIndex, _ = n.logs.FirstIndex()
+	if err := n.disk.Err(); err != nil {
+		s.DiskError = err.Error()
+	}
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		s.Peers = len(f.Configuration().Servers)
 		for _, sv := range f.Configuration().Servers {
@@ -629,18 +717,45 @@ func (n *Node) Status() Status {
 func (n *Node) Close() error {
 	close(n.stop)
 	<-n.done
+	if n.disk.Failed() {
+		return n.closeFailed()
+	}
 	err := n.raft.Shutdown().Error()
 	if cerr := closeTransport(n.trans); err == nil {
 		err = cerr
 	}
+	// On a disk below half the reserve the write-back is refused and the
+	// memtable is not flushed: a flush that cannot be written is retried by
+	// Pebble without pause, and would hold up the exit. The WAL and the Raft
+	// log hold everything; the next start only replays more.
 	if serr := n.fsm.sync(); err == nil {
 		err = serr
 	}
-	if ferr := n.db.Flush(); err == nil {
+	if aerr := n.disk.admit(0, "flush at close"); aerr != nil {
+		n.cfg.Logger.Warn("closing without a flush: data directory nearly full", "err", aerr)
+	} else if ferr := n.db.Flush(); err == nil {
 		err = ferr
 	}
 	if cerr := n.db.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// closeFailed is Close after a Pebble write failed. Raft's goroutine may be
+// blocked for good in LogStore.Set, and Pebble's commit pipeline locked, so
+// neither is waited for long, and nothing more is written: the process
+// exits, and the next start recovers from what reached the disk.
+func (n *Node) closeFailed() error {
+	done := make(chan struct{})
+	go func() {
+		n.raft.Shutdown().Error()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
+	closeTransport(n.trans)
+	return fmt.Errorf("raftstore: closed without writing back: %w", n.disk.Err())
 }

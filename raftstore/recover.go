@@ -44,6 +44,9 @@ func Recover(dir string, state lockstate.Config, servers []Server, log *slog.Log
 	if err != nil {
 		return fmt.Errorf("raftstore: snapshot store: %w", err)
 	}
+	if err := checkLog(logs, snaps, dir, ""); err != nil {
+		return err
+	}
 	var conf raft.Configuration
 	for _, s := range servers {
 		suffrage := raft.Nonvoter

@@ -57,10 +57,18 @@ func (f *fsm) snapshot() (raft.FSMSnapshot, error) {
 		f.mu.Unlock()
 		return nil, err
 	}
+	// The snapshot file goes to the data directory too, outside Pebble:
+	// it is refused while it would take the reserve (the state's size in
+	// Pebble is a fair estimate of it).
+	est, _ := f.db.EstimateDiskUsage([]byte{prefixFSM}, []byte{prefixFSM + 1})
+	if err := f.disk.admit(int(min(est, 1<<40)), "snapshot"); err != nil {
+		f.mu.Unlock()
+		return nil, fmt.Errorf("raftstore: snapshot: %w", err)
+	}
 	snap := f.db.NewSnapshot()
 	applied, gen := f.applied, f.gen
 	f.mu.Unlock()
-	if err := f.db.LogData(nil, pebble.Sync); err != nil {
+	if err := f.disk.write("sync before snapshot", func() error { return f.db.LogData(nil, pebble.Sync) }); err != nil {
 		snap.Close()
 		return nil, fmt.Errorf("raftstore: sync before snapshot: %w", err)
 	}
@@ -140,7 +148,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	// The batch's buffer is kept from one batch to the next, unless a
 	// record larger than the bound grew it.
 	b := f.db.NewBatch(pebble.WithInitialSizeBytes(f.restoreBatch+f.restoreBatch/4), pebble.WithMaxRetainedSizeBytes(2*f.restoreBatch))
-	w := &restoreWriter{b: b, prefix: lo, limit: f.restoreBatch, committed: f.restored}
+	w := &restoreWriter{b: b, prefix: lo, limit: f.restoreBatch, committed: f.restored, disk: f.disk}
 	defer func() { w.b.Close() }()
 	st := lockstate.New(f.cfg)
 	// Whatever an earlier failed restore left under gen goes first.
@@ -154,7 +162,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	if err != nil {
 		// Best effort: the records are not live, and load drops them.
-		_ = f.db.DeleteRange(lo, hi, pebble.NoSync)
+		_ = f.disk.write("drop a failed restore", func() error { return f.db.DeleteRange(lo, hi, pebble.NoSync) })
 		return err
 	}
 	flip := f.db.NewBatch()
@@ -179,12 +187,15 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	// Under the lock, so that no write-back (sync on shutdown) writes the
 	// old state into the old generation, or its applied index, after the
 	// flip.
+	if err := f.disk.admit(flip.Len(), "snapshot restore"); err != nil {
+		_ = f.disk.write("drop a failed restore", func() error { return f.db.DeleteRange(lo, hi, pebble.NoSync) })
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
 	f.mu.Lock()
-	err = flip.Commit(pebble.Sync)
+	err = f.disk.write("snapshot restore", func() error { return flip.Commit(pebble.Sync) })
 	if err != nil {
-		// Pebble v2 ends the process on a failed commit (a crash, which
-		// TestRestoreCrash covers); were it to return one, the batch may
-		// have been applied before its sync failed. The state in memory
+		// A failed commit marks the storage failed (disk.write); the
+		// batch may have been applied before its sync failed. The state in memory
 		// follows what Pebble shows, so that write-backs go where load will
 		// read; nothing is deleted, and the next open drops whichever
 		// generation is not live.
@@ -205,6 +216,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 // restoreWriter commits a restore's records under prefix in batches of
 // about limit bytes.
 type restoreWriter struct {
+	disk      *disk // refuses batches on a full disk (nil: unguarded)
 	b         *pebble.Batch
 	prefix    []byte
 	key       []byte
@@ -229,7 +241,10 @@ func (w *restoreWriter) commit() error {
 	if w.b.Empty() {
 		return nil
 	}
-	if err := w.b.Commit(pebble.NoSync); err != nil {
+	if err := w.disk.admit(w.b.Len(), "snapshot restore"); err != nil {
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
+	if err := w.disk.write("snapshot restore", func() error { return w.b.Commit(pebble.NoSync) }); err != nil {
 		return fmt.Errorf("raftstore: commit restore batch: %w", err)
 	}
 	size := w.b.Len()

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/lockstate"
+	"github.com/fenced/fenced/raftstore"
 	"github.com/fenced/fenced/resp"
 )
 
@@ -62,6 +63,9 @@ type Config struct {
 	// raftstore's defaults.
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
+	// DiskReserve is the free space kept in the data directory
+	// (--disk-reserve): below it the node answers writes -MISCONF.
+	DiskReserve uint64
 
 	DefaultTTL time.Duration // SESSION.OPEN without TTL
 	MinTTL     time.Duration
@@ -110,6 +114,7 @@ func DefaultConfig() Config {
 		WriteTimeout: DefaultWriteTimeout,
 		OutputLimits: DefaultOutputLimits(),
 		MaxMemory:    DefaultMaxMemory,
+		DiskReserve:  raftstore.DefaultDiskReserve,
 	}
 }
 
@@ -272,6 +277,25 @@ func (f secondsFlag) Set(v string) error {
 	return nil
 }
 
+// bytesFlag is a size in bytes with Redis's units (64mb, 1gb).
+type bytesFlag struct{ dst *uint64 }
+
+func (f bytesFlag) String() string {
+	if f.dst == nil {
+		return "0"
+	}
+	return strconv.FormatUint(*f.dst, 10)
+}
+
+func (f bytesFlag) Set(v string) error {
+	n, err := parseMemory(v)
+	if err != nil {
+		return errors.New("want a size such as 64mb or 1gb")
+	}
+	*f.dst = uint64(n)
+	return nil
+}
+
 // outputLimitsFlag is --client-output-buffer-limit: one or more groups of
 // "class hard soft seconds", as Redis's client-output-buffer-limit.
 type outputLimitsFlag struct{ dst *OutputLimits }
@@ -390,6 +414,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 	fs.Var(secondsFlag{&cfg.IdleTimeout}, "timeout", "close a client connection idle for this many `seconds` (Redis's timeout; 0 = never; not subscribers nor blocked clients)")
 	fs.Var(memoryFlag{&cfg.MaxMemory}, "maxmemory", "refuse writes that would grow the replicated state past this many `bytes` (Redis's syntax, such as 512mb; 0 = no limit), with -OOM; the leader's setting applies")
 	fs.Var(outputLimitsFlag{&cfg.OutputLimits}, "client-output-buffer-limit", "`\"class hard soft seconds\"` (Redis's syntax, class normal or pubsub, sizes such as 32mb): close a client whose pending output exceeds hard bytes, or soft bytes for longer than seconds; 0 = no limit; may be repeated")
+	fs.Var(bytesFlag{&cfg.DiskReserve}, "disk-reserve", "free `bytes` kept in the data directory (such as 64mb): below them the node answers writes -MISCONF and hands leadership on, below half of them it appends nothing more, until space is back")
 	fs.Var(pass, "requirepass", "the default user's `password`: clients must AUTH (needed to --listen beyond loopback). Prefer the variable "+envRequirePass+" or the --config file, which ps does not show; this flag and the file win over the variable")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err

@@ -8,6 +8,7 @@ import (
 	"github.com/fenced/fenced/commands"
 	"github.com/fenced/fenced/internal/plant"
 	"github.com/fenced/fenced/lockstate"
+	"github.com/fenced/fenced/raftstore"
 	"github.com/fenced/fenced/resp"
 )
 
@@ -88,6 +89,9 @@ func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 		if err = s.gate(c, spec, args); err == nil && spec.Has(commands.Peer) && !fromPeer(c) {
 			err = ErrPeerOnly
 		}
+		if err == nil {
+			err = s.cannotPersist(spec)
+		}
 	}
 	var v resp.Value
 	switch {
@@ -135,6 +139,22 @@ func (s *Server) listening(c *resp.Conn) bool {
 // membership can be repaired meanwhile.
 func (s *Server) starting(c *resp.Conn, spec *commands.Spec) bool {
 	return !s.start.settled.Load() && fromClient(c) && replicated(spec) && !strings.HasPrefix(spec.Name, "raft.")
+}
+
+// cannotPersist is -MISCONF for a write while this node cannot persist (see
+// DESIGN.md, Disk trouble), leader or follower: a follower that cannot
+// append falls behind, and what its clients wait for (a FLOCK's grant, a
+// BLPOP's element, a message) comes from its own applied state. A forwarded
+// write (RAFT.PROPOSE) is refused too. Membership changes are not: they
+// are how an operator replaces the node.
+func (s *Server) cannotPersist(spec *commands.Spec) error {
+	if !spec.Has(commands.Write) || strings.HasPrefix(spec.Name, "raft.") && spec.Name != "raft.propose" {
+		return nil
+	}
+	if err := s.node.DiskError(); err != nil {
+		return fmt.Errorf("%w: %w", raftstore.ErrCannotPersist, err)
+	}
+	return nil
 }
 
 // redirects reports whether a follower in redirect mode answers -MOVED:

@@ -109,7 +109,17 @@ func (s *Server) infoSection(sec string) [][2]string {
 		if s.start.settled.Load() {
 			loading = "0"
 		}
-		return [][2]string{{"loading", loading}, {"aof_enabled", "0"}, {"raft_log_fsync", "always"}}
+		// Redis's fields for a server that cannot save (its MISCONF), and
+		// fenced's reason: see DESIGN.md, Disk trouble.
+		status, reason := "ok", ""
+		if err := s.node.DiskError(); err != nil {
+			status, reason = "err", strings.NewReplacer("\r", " ", "\n", " ").Replace(err.Error())
+		}
+		return [][2]string{
+			{"loading", loading}, {"aof_enabled", "0"}, {"raft_log_fsync", "always"},
+			{"rdb_last_bgsave_status", status}, {"aof_last_write_status", status},
+			{"disk_error", reason},
+		}
 	case "stats":
 		return [][2]string{
 			{"total_commands_processed", itoa(s.stats.commands.Load())},

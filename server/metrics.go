@@ -28,6 +28,12 @@ func (s *Server) serveMetrics() (*http.Server, error) {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		st := s.node.Status()
+		if st.DiskError != "" {
+			// Redis's MISCONF: this node takes no writes until it can
+			// persist again (see DESIGN.md, Disk trouble).
+			http.Error(w, "cannot persist: "+st.DiskError, http.StatusServiceUnavailable)
+			return
+		}
 		if st.Leader == "" {
 			http.Error(w, "no leader", http.StatusServiceUnavailable)
 			return

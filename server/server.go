@@ -95,6 +95,7 @@ func Start(cfg Config) (*Server, error) {
 		ID: cfg.ID, RaftAddr: cfg.RaftAddr, RaftAdvertise: cfg.RaftAdvertise, Dir: cfg.Data, Bootstrap: cfg.Bootstrap && cfg.Join == "",
 		State: cfg.State, Clock: s.clock, Observer: s, Logger: cfg.Logger, PeerTLS: peerTLS,
 		SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs, MaxMemory: cfg.MaxMemory,
+		DiskReserve: cfg.DiskReserve,
 	})
 	if err != nil {
 		s.closeListeners()

@@ -419,3 +419,20 @@ func TestBadClientKill(t *testing.T) {
 		}
 	}
 }
+
+// TestBadDiskReserveFlag: a --disk-reserve that is not a size refuses to
+// start, naming the flag, and serves nothing.
+func TestBadDiskReserveFlag(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"-1", "abc", "64xb", "1.5gb", "99999999999gb", ""} {
+		args := []string{"--disk-reserve", v, "--listen", "127.0.0.1:0", "--raft-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+		out, err := runFenced(t, args...)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() == 0 || strings.Contains(out, "fenced serving") {
+			t.Errorf("--disk-reserve %q: exit %v, want a refusal to start\n%s", v, err, out)
+		}
+		if !strings.Contains(out, "disk-reserve") {
+			t.Errorf("--disk-reserve %q: the message does not name the flag:\n%s", v, out)
+		}
+	}
+}
