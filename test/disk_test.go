@@ -80,7 +80,7 @@ func readyz(t *testing.T, metrics string) (int, string) {
 }
 
 // infoField is one field of the node's INFO section.
-func infoField(t *testing.T, c *redis.Client, section, field string) string {
+func infoField(t testing.TB, c *redis.Client, section, field string) string {
 	t.Helper()
 	s, err := c.Info(tctx(t), section).Result()
 	if err != nil {

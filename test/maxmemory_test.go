@@ -13,22 +13,6 @@ import (
 
 const oomReply = "OOM command not allowed when used memory > 'maxmemory'."
 
-// infoField reads one field of the node's INFO.
-func infoField(t testing.TB, c *redis.Client, section, field string) string {
-	t.Helper()
-	s, err := c.Info(tctx(t), section).Result()
-	if err != nil {
-		t.Fatalf("INFO %s: %v", section, err)
-	}
-	for _, line := range strings.Split(s, "\r\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			return v
-		}
-	}
-	t.Fatalf("INFO %s has no %s:\n%s", section, field, s)
-	return ""
-}
-
 // rssBound is the stated bound on a node's RSS with --maxmemory limit
 // (README, Limits): the Go heap is held near twice maxmemory and 256 MiB
 // (server.limitHeap), and Pebble's memtables and cache take up to 40 MiB
