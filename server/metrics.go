@@ -1,13 +1,50 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"sync/atomic"
 	"time"
+
+	"github.com/fenced/fenced/lockstate"
 )
+
+// readyContact is how long a follower may go without hearing from its
+// leader and still call itself ready: many heartbeats (every 50 ms).
+const readyContact = 2 * time.Second
+
+// notReady says why this node would not serve its clients now, "" when it
+// would: /readyz. It has settled (startup.go), it can persist (Disk
+// trouble), and it is in touch with a quorum: a leader confirms its
+// leadership with one (the check a linearizable read makes), a follower
+// has heard from its leader lately. A node cut off from the majority is
+// therefore not ready, whichever role it had.
+func (s *Server) notReady(ctx context.Context) string {
+	if !s.start.settled.Load() {
+		return "starting: " + s.start.why()
+	}
+	st := s.node.Status()
+	switch {
+	case st.DiskError != "":
+		// Redis's MISCONF: this node takes no writes until it can
+		// persist again (see DESIGN.md, Disk trouble).
+		return "cannot persist: " + st.DiskError
+	case st.Leader == "":
+		return "no leader"
+	case s.node.IsLeader():
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		if err := s.node.Read(ctx, func(*lockstate.State, int64) {}); err != nil {
+			return "leader without a quorum: " + err.Error()
+		}
+	case time.Since(st.LastContact) > readyContact:
+		return fmt.Sprintf("no contact with the leader for %v", time.Since(st.LastContact).Round(time.Millisecond))
+	}
+	return ""
+}
 
 // stats are the node's counters, shown by INFO stats and /metrics.
 type stats struct {
@@ -26,16 +63,9 @@ func (s *Server) serveMetrics() (*http.Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		st := s.node.Status()
-		if st.DiskError != "" {
-			// Redis's MISCONF: this node takes no writes until it can
-			// persist again (see DESIGN.md, Disk trouble).
-			http.Error(w, "cannot persist: "+st.DiskError, http.StatusServiceUnavailable)
-			return
-		}
-		if st.Leader == "" {
-			http.Error(w, "no leader", http.StatusServiceUnavailable)
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if why := s.notReady(r.Context()); why != "" {
+			http.Error(w, why, http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")

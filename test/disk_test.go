@@ -67,7 +67,7 @@ func usedBytes(t *testing.T, dir string) int64 {
 }
 
 // readyz is the node's /readyz answer: status code and body.
-func readyz(t *testing.T, metrics string) (int, string) {
+func readyz(t testing.TB, metrics string) (int, string) {
 	t.Helper()
 	cl := http.Client{Timeout: 3 * time.Second}
 	resp, err := cl.Get("http://" + metrics + "/readyz")
