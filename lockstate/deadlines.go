@@ -103,7 +103,7 @@ func (s *State) expire(now int64) {
 		case t.sess != nil:
 			s.endSession(t.sess)
 		case t.key != nil:
-			t.key.ttl = false
+			s.setTTL(t.key, false)
 			s.deleteKey(t.key)
 		default:
 			s.timeOut(t.wait)

@@ -118,6 +118,15 @@ func checkInvariants(s *State) error {
 	if n := recount(s); s.Used() != n {
 		return fmt.Errorf("state counts %d bytes, its records %d", s.Used(), n)
 	}
+	ttls := 0
+	for _, k := range s.kv {
+		if k.ttl {
+			ttls++
+		}
+	}
+	if keys, expires := s.KeyspaceCounts(); expires != ttls || keys != len(s.kv)+len(s.locks) {
+		return fmt.Errorf("KeyspaceCounts %d, %d; the keys say %d, %d", keys, expires, len(s.kv)+len(s.locks), ttls)
+	}
 	type so struct{ session, owner string }
 	held := map[string]map[string]bool{}
 	waiting := map[string]map[string]int{}

@@ -82,7 +82,7 @@ func (s *State) newKey(name string, t kvType) *kvKey {
 func (s *State) deleteKey(k *kvKey) {
 	if k.ttl {
 		s.unschedule(&k.timer)
-		k.ttl = false
+		s.setTTL(k, false)
 	}
 	delete(s.kv, k.name)
 	s.unindexName(k.name)
@@ -91,7 +91,7 @@ func (s *State) deleteKey(k *kvKey) {
 
 // setDeadline gives k the absolute deadline d.
 func (s *State) setDeadline(k *kvKey, d int64) {
-	k.ttl = true
+	s.setTTL(k, true)
 	s.schedule(&k.timer, d)
 	s.markDirty(kvRecKey(k.name), &k.cost)
 }
@@ -102,7 +102,7 @@ func (s *State) persist(k *kvKey) bool {
 		return false
 	}
 	s.unschedule(&k.timer)
-	k.ttl = false
+	s.setTTL(k, false)
 	s.markDirty(kvRecKey(k.name), &k.cost)
 	return true
 }
@@ -179,6 +179,25 @@ func (s *State) KeyType(name string, now int64) string {
 	return "none"
 }
 
+// setTTL records whether k has a deadline, keeping the count of such keys
+// (KeyspaceCounts).
+func (s *State) setTTL(k *kvKey, on bool) {
+	switch {
+	case on && !k.ttl:
+		s.ttlKeys++
+	case !on && k.ttl:
+		s.ttlKeys--
+	}
+	k.ttl = on
+}
+
+// KeyspaceCounts returns, in constant time, the names held (keys and held
+// locks, a key past its deadline included until a tick deletes it, as
+// Redis's INFO keyspace counts them) and the keys with a deadline.
+func (s *State) KeyspaceCounts() (keys, expires int) {
+	return len(s.kv) + len(s.locks), s.ttlKeys
+}
+
 // KeyCount answers DBSIZE: the keys live at now plus the held locks.
 func (s *State) KeyCount(now int64) int {
 	n := len(s.locks)
@@ -232,7 +251,7 @@ func (s *State) loadKV(name string, r *reader) error {
 	switch r.byte() {
 	case 0:
 	case 1:
-		k.ttl = true
+		k.ttl = true // counted once the key is in (setTTL)
 		deadline = r.varint()
 	default:
 		r.fail(errors.New("bad deadline flag"))
@@ -292,6 +311,7 @@ func (s *State) loadKV(name string, r *reader) error {
 	s.kv[name] = k
 	s.indexName(name)
 	if k.ttl {
+		s.ttlKeys++
 		s.schedule(&k.timer, deadline)
 	}
 	return nil

@@ -70,6 +70,8 @@ type State struct {
 	used     int64
 	costs    map[string]int64
 	timeCost int64 // the time record's
+	// ttlKeys counts the keys with a deadline (KeyspaceCounts).
+	ttlKeys int
 	// unflushedBytes is UnflushedBytes.
 	unflushedBytes int64
 

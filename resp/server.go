@@ -249,6 +249,10 @@ func (s *Server) removeConn(c *Conn) {
 }
 
 // NumConns returns the number of open connections.
+// Accepted is how many connections the server has taken since it started
+// (Redis's total_connections_received): each took the next CLIENT ID.
+func (s *Server) Accepted() int64 { return s.nextID.Load() }
+
 func (s *Server) NumConns() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

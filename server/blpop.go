@@ -29,6 +29,20 @@ func newListWaits() *listWaits {
 	return &listWaits{m: make(map[string]map[chan struct{}]struct{})}
 }
 
+// blocked counts the BLPOPs waiting on this node (one per channel, however
+// many keys it watches).
+func (l *listWaits) blocked() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	chans := map[chan struct{}]struct{}{}
+	for _, m := range l.m {
+		for ch := range m {
+			chans[ch] = struct{}{}
+		}
+	}
+	return len(chans)
+}
+
 // watch returns a channel that receives once one of keys is pushed to, and
 // the function that stops watching.
 func (w *listWaits) watch(keys []string) (<-chan struct{}, func()) {

@@ -88,7 +88,10 @@ func (s *Server) infoSection(sec string) [][2]string {
 			{"uptime_in_seconds", itoa(int64(up.Seconds()))}, {"uptime_in_days", itoa(int64(up.Hours() / 24))},
 		}
 	case "clients":
-		return [][2]string{{"connected_clients", strconv.Itoa(s.rs.NumConns())}, {"maxclients", strconv.Itoa(s.cfg.MaxConns)}}
+		// blocked_clients: waiting FLOCKs and BLPOPs, as Redis counts
+		// clients blocked in BLPOP and the like.
+		return [][2]string{{"connected_clients", strconv.Itoa(s.rs.NumConns())}, {"blocked_clients", strconv.Itoa(s.waits.blocked() + s.lists.blocked())},
+			{"maxclients", strconv.Itoa(s.cfg.MaxConns)}}
 	case "memory":
 		// used_memory is the state's size as --maxmemory counts it
 		// (lockstate.State.Used), the figure -OOM compares, the same on
@@ -122,16 +125,22 @@ func (s *Server) infoSection(sec string) [][2]string {
 		}
 	case "stats":
 		return [][2]string{
+			{"total_connections_received", itoa(s.rs.Accepted())},
 			{"total_commands_processed", itoa(s.stats.commands.Load())},
 			{"total_error_replies", itoa(s.stats.errors.Load())},
 			{"total_pipelined_writes", itoa(s.stats.pipelinedWrites.Load())},
 		}
 	case "keyspace":
-		var sessions, locks int
-		s.node.Local(func(st *lockstate.State) { sessions, locks = st.Counts() })
+		// Redis's db0 line counts every name (keys and held locks, which
+		// share one keyspace), and the keys with a deadline.
+		var sessions, keys, expires int
+		s.node.Local(func(st *lockstate.State) {
+			sessions, _ = st.Counts()
+			keys, expires = st.KeyspaceCounts()
+		})
 		out := [][2]string{{"sessions", strconv.Itoa(sessions)}}
-		if locks > 0 {
-			out = append(out, [2]string{"db0", fmt.Sprintf("keys=%d,expires=0,avg_ttl=0", locks)})
+		if keys > 0 {
+			out = append(out, [2]string{"db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=0", keys, expires)})
 		}
 		return out
 	case "commandstats":

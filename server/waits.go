@@ -136,6 +136,13 @@ func (w *waits) register(lock, session, owner string) (uint64, <-chan lockstate.
 	return id, p.ch
 }
 
+// blocked counts the FLOCKs waiting on this node.
+func (w *waits) blocked() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.m)
+}
+
 // queued records that the FLOCK under id joined its lock's queue at log
 // index pos.
 func (w *waits) queued(id uint64, pos int64) {

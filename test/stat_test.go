@@ -1,0 +1,79 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Issue 16, acceptance a (its redis-cli --stat part): against a node with
+// known keys, locks and traffic, redis-cli --stat prints the true key count
+// (it used to print 0: INFO's db0 line counted held locks only), a memory
+// figure (it printed --9223372036854775808B: there was no used_memory), and
+// a request count that grows with the traffic (no garbage: every field it
+// reads is there). INFO keyspace's db0 counts the keys with a deadline too.
+func TestRedisCliStat(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		compatSkip(t, "redis-cli is not installed (apt-get install redis-tools)")
+	}
+	n := startNode(t, nodeOpts{})
+	cl := n.client(t)
+	for i := range 50 {
+		var ttl time.Duration
+		if i < 5 {
+			ttl = time.Hour
+		}
+		if err := cl.Set(tctx(t), fmt.Sprint("stat", i), "v", ttl).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := openSession(t, cl, 60000, "stat")
+	for i := range 3 {
+		mustInt(t, cl, "FLOCK", fmt.Sprint("statlock", i), s)
+	}
+	if got := infoField(t, cl, "keyspace", "db0"); got != "keys=53,expires=5,avg_ttl=0" {
+		t.Fatalf("INFO keyspace db0:%s, want keys=53,expires=5,avg_ttl=0", got)
+	}
+
+	// Traffic while redis-cli watches: GETs, one every 10 ms.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			cl.Get(ctx, "stat1")
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	host, port, _ := strings.Cut(n.addr, ":")
+	// stdbuf: redis-cli buffers its output when it is not a terminal, and
+	// the kill at the deadline would lose it.
+	out, _ := exec.CommandContext(ctx, "stdbuf", "-oL", "redis-cli", "-h", host, "-p", port, "--stat", "-i", "0.5").CombinedOutput()
+	// keys mem clients blocked requests connections
+	row := regexp.MustCompile(`^(\d+)\s+(\d+(?:\.\d+)?[BKMGT])\s+(\d+)\s+(\d+)\s+(\d+) \(\+(\d+)\)\s+(\d+)\s*$`)
+	var rows [][]string
+	for _, line := range strings.Split(string(out), "\n") {
+		if m := row.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
+			rows = append(rows, m)
+		}
+	}
+	if len(rows) < 3 {
+		t.Fatalf("redis-cli --stat printed %d rows in 3 s, want at least 3:\n%s", len(rows), out)
+	}
+	first, _ := strconv.Atoi(rows[0][5])
+	last, _ := strconv.Atoi(rows[len(rows)-1][5])
+	for _, r := range rows {
+		if r[1] != "53" {
+			t.Errorf("keys column %s, want 53: %q", r[1], r[0])
+		}
+	}
+	if last <= first {
+		t.Errorf("requests column went from %d to %d under traffic", first, last)
+	}
+	t.Logf("redis-cli --stat rows: first %q, last %q", rows[0][0], rows[len(rows)-1][0])
+}
