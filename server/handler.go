@@ -69,6 +69,7 @@ func (s *Server) nativeHandlers() map[string]handlerFunc {
 		"info":              s.info,
 		"time":              s.time,
 		"role":              s.role,
+		"config":            s.configCmd,
 		"blpop":             s.blpop,
 		"publish":           s.publish,
 		"subscribe":         s.subscribe,

@@ -12,6 +12,16 @@ import (
 	"github.com/fenced/fenced/lockstate"
 )
 
+// reset zeroes the counters: CONFIG RESETSTAT.
+func (st *stats) reset() {
+	st.commands.Store(0)
+	st.errors.Store(0)
+	st.pipelinedWrites.Store(0)
+	for _, n := range st.calls {
+		n.Store(0)
+	}
+}
+
 // readyContact is how long a follower may go without hearing from its
 // leader and still call itself ready: many heartbeats (every 50 ms).
 const readyContact = 2 * time.Second

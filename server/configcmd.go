@@ -1,0 +1,183 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/internal/glob"
+	"github.com/fenced/fenced/resp"
+)
+
+// CONFIG GET|SET|RESETSTAT|HELP: this node's settings, under Redis's names
+// where Redis has the setting, so that the tools that ask (redis_exporter,
+// redis-cli, client libraries checking maxmemory or appendonly) get true
+// answers. Every setting is this node's own: CONFIG SET maxmemory changes
+// what this node stamps into the entries it proposes while it leads (set
+// it on every node). The rest are fixed for the process: CONFIG SET
+// answers Redis's immutable-config error for them.
+
+// configParam is one setting: its value, and how to change it at run time
+// (nil: immutable).
+type configParam struct {
+	get func(s *Server) string
+	set func(s *Server, v string) error
+}
+
+var errPolicy = errors.New("fenced never evicts: the only policy is noeviction")
+
+func configParams() map[string]configParam {
+	fixed := func(v string) configParam { return configParam{get: func(*Server) string { return v }} }
+	port := func(addr string) string {
+		_, p, err := net.SplitHostPort(addr)
+		if err != nil {
+			return "0"
+		}
+		return p
+	}
+	return map[string]configParam{
+		"maxmemory": {
+			get: func(s *Server) string { return strconv.FormatInt(s.node.MaxMemory(), 10) },
+			set: func(s *Server, v string) error {
+				n, err := parseMemory(v)
+				if err != nil {
+					return err
+				}
+				s.node.SetMaxMemory(n)
+				limitHeap(n)
+				return nil
+			},
+		},
+		"maxmemory-policy": {
+			get: func(*Server) string { return "noeviction" },
+			set: func(_ *Server, v string) error {
+				if !strings.EqualFold(v, "noeviction") {
+					return errPolicy
+				}
+				return nil
+			},
+		},
+		// Every write is in the Raft log, fsynced before it is answered:
+		// what Redis calls an append-only file synced always.
+		"appendonly":                 fixed("yes"),
+		"appendfsync":                fixed("always"),
+		"save":                       fixed(""),
+		"databases":                  fixed("1"),
+		"notify-keyspace-events":     fixed(""),
+		"timeout":                    {get: func(s *Server) string { return strconv.FormatInt(int64(s.cfg.IdleTimeout.Seconds()), 10) }},
+		"maxclients":                 {get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxConns) }},
+		"proto-max-bulk-len":         {get: func(s *Server) string { return strconv.Itoa(s.cfg.Limits.MaxBulk) }},
+		"client-output-buffer-limit": {get: func(s *Server) string { return outputLimitsFlag{&s.cfg.OutputLimits}.String() }},
+		"port":                       {get: func(s *Server) string { return port(s.cfg.Listen) }},
+		"tls-port":                   {get: func(s *Server) string { return port(s.cfg.TLS.Listen) }},
+		"bind": {get: func(s *Server) string {
+			h, _, _ := net.SplitHostPort(s.cfg.Listen)
+			return h
+		}},
+		// The password is never kept, only its hash: Redis would show it.
+		"requirepass": {get: func(s *Server) string {
+			if s.cfg.RequirePass == nil {
+				return ""
+			}
+			return "<hidden>"
+		}},
+		"dir":           {get: func(s *Server) string { return s.cfg.Data }},
+		"write-timeout": {get: func(s *Server) string { return s.cfg.WriteTimeout.String() }},
+		"disk-reserve":  {get: func(s *Server) string { return strconv.FormatUint(s.cfg.DiskReserve, 10) }},
+	}
+}
+
+func (s *Server) configCmd(c *resp.Conn, args [][]byte) resp.Value {
+	sub := strings.ToUpper(string(args[1]))
+	switch {
+	case sub == "GET" && len(args) >= 3:
+		return s.configGet(args[2:])
+	case sub == "SET" && len(args) >= 4 && len(args)%2 == 0:
+		return s.configSet(args[2:])
+	case sub == "RESETSTAT" && len(args) == 2:
+		s.stats.reset()
+		return resp.SimpleString("OK")
+	case sub == "REWRITE" && len(args) == 2:
+		return resp.Error("ERR CONFIG REWRITE is not supported: fenced never rewrites its --config file")
+	case sub == "HELP" && len(args) == 2:
+		var out []resp.Value
+		for _, l := range []string{
+			"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"GET <pattern> [<pattern> ...]", "    Return the settings whose names match the glob patterns, with their values.",
+			"SET <name> <value> [<name> <value> ...]", "    Set settings: maxmemory (this node's, stamped into the entries it proposes as leader) and maxmemory-policy (noeviction only).",
+			"RESETSTAT", "    Reset the statistics INFO reports.",
+			"HELP", "    Print this help.",
+		} {
+			out = append(out, resp.SimpleString(l))
+		}
+		return resp.Array(out...)
+	case sub == "GET" || sub == "SET" || sub == "RESETSTAT" || sub == "REWRITE" || sub == "HELP":
+		return resp.Error(fmt.Sprintf("ERR wrong number of arguments for 'config|%s' command", strings.ToLower(sub)))
+	}
+	return syntaxError("unknown subcommand '%s'. Try CONFIG HELP.", commands.Clip(args[1]))
+}
+
+func (s *Server) configGet(patterns [][]byte) resp.Value {
+	params := configParams()
+	names := make([]string, 0, len(params))
+	for name := range params {
+		for _, p := range patterns {
+			if glob.Match(strings.ToLower(string(p)), name) {
+				names = append(names, name)
+				break
+			}
+		}
+	}
+	slices.Sort(names)
+	kvs := make([]resp.Value, 0, 2*len(names))
+	for _, name := range names {
+		kvs = append(kvs, resp.BulkString(name), resp.BulkString(params[name].get(s)))
+	}
+	return resp.Map(kvs...)
+}
+
+// configSet checks every pair before it changes anything, as Redis 7 does.
+func (s *Server) configSet(pairs [][]byte) resp.Value {
+	params := configParams()
+	type change struct {
+		name, value string
+		p           configParam
+	}
+	var changes []change
+	for i := 0; i < len(pairs); i += 2 {
+		name, value := strings.ToLower(string(pairs[i])), string(pairs[i+1])
+		p, ok := params[name]
+		switch {
+		case !ok:
+			return resp.Error(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", commands.Clip(pairs[i])))
+		case p.set == nil:
+			return resp.Error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - can't set immutable config", name))
+		}
+		changes = append(changes, change{name, value, p})
+	}
+	// Validate by parsing; only maxmemory and maxmemory-policy can be set.
+	for _, ch := range changes {
+		var err error
+		switch ch.name {
+		case "maxmemory":
+			_, err = parseMemory(ch.value)
+		case "maxmemory-policy":
+			if !strings.EqualFold(ch.value, "noeviction") {
+				err = errPolicy
+			}
+		}
+		if err != nil {
+			return resp.Error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", ch.name, err))
+		}
+	}
+	for _, ch := range changes {
+		if err := ch.p.set(s, ch.value); err != nil { // validated above
+			return resp.Error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", ch.name, err))
+		}
+	}
+	return resp.SimpleString("OK")
+}
