@@ -165,6 +165,22 @@ func Pushed() Value { return Value{kind: KindPushed} }
 // replies after it and never reorders them.
 func Later(wait func() Value) Value { return Value{kind: KindLater, later: wait} }
 
+// Then calls f with the reply v stands for: at once, or, for a Later, once
+// it is ready (on the goroutine that waits for it). It returns the value to
+// write in v's place.
+func (v Value) Then(f func(Value)) Value {
+	if v.kind != KindLater {
+		f(v)
+		return v
+	}
+	wait := v.later
+	return Later(func() Value {
+		r := wait()
+		f(r)
+		return r
+	})
+}
+
 // Kind returns the kind of v.
 func (v Value) Kind() Kind { return v.kind }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/fenced/fenced/commands"
 	"github.com/fenced/fenced/internal/plant"
@@ -82,9 +83,9 @@ func (s *Server) nativeHandlers() map[string]handlerFunc {
 // that order), and the handler parses the rest.
 func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 	s.stats.commands.Add(1)
+	start := time.Now()
 	spec, err := s.table.Check(args)
 	if err == nil {
-		s.stats.calls[spec.Name].Add(1)
 		// Who may run it: -NOAUTH, then the user's ACL (-NOPERM), then
 		// node-to-node commands kept to the peer channel.
 		if err = s.gate(c, spec, args); err == nil && spec.Has(commands.Peer) && !fromPeer(c) {
@@ -112,10 +113,42 @@ func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 	default:
 		v = s.cmds[spec.Name](c, args)
 	}
-	if v.IsError() {
-		s.stats.errors.Add(1)
+	// Redis's commandstats: calls and the time they took to run (for a
+	// write run ahead, to be proposed; for a waiting FLOCK, its wait too),
+	// failed calls (ran, answered an error) and rejected ones (refused
+	// before running: arity, permissions, a starting node, a full disk).
+	// Errors count when the reply is ready, a write run ahead's later.
+	if spec == nil {
+		spec, _ = s.table.Lookup(args[0]) // an arity error: still its command's
 	}
+	var cs *cmdStats
+	if spec != nil {
+		cs = s.stats.calls[spec.Name]
+		if err != nil {
+			cs.rejected.Add(1)
+		} else {
+			cs.calls.Add(1)
+			cs.usec.Add(time.Since(start).Microseconds())
+		}
+	}
+	if v.Kind() == resp.KindLater {
+		return v.Then(func(r resp.Value) { s.countReply(cs, err == nil, r) })
+	}
+	s.countReply(cs, err == nil, v)
 	return v
+}
+
+// countReply counts an error reply by its code, and as a failed call of
+// cs (a command that ran) when ran.
+func (s *Server) countReply(cs *cmdStats, ran bool, r resp.Value) {
+	if !r.IsError() {
+		return
+	}
+	s.stats.errors.Add(1)
+	s.stats.countError(r.Text())
+	if cs != nil && ran {
+		cs.failed.Add(1)
+	}
 }
 
 // fromClient reports whether c is a client's connection: a command that

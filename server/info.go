@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +26,7 @@ const (
 var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "keyspace", "raft"}
 
 // extraSections are shown only when asked for by name, or by all/everything.
-var extraSections = []string{"commandstats"}
+var extraSections = []string{"commandstats", "errorstats"}
 
 // info implements INFO [section ...]; ioredis requires loading:0.
 func (s *Server) info(c *resp.Conn, args [][]byte) resp.Value {
@@ -146,10 +147,26 @@ func (s *Server) infoSection(sec string) [][2]string {
 	case "commandstats":
 		var out [][2]string
 		for _, spec := range s.table.All() {
-			if n := s.stats.calls[spec.Name].Load(); n > 0 {
-				out = append(out, [2]string{"cmdstat_" + spec.Name, fmt.Sprintf("calls=%d,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0", n)})
+			cs := s.stats.calls[spec.Name]
+			if n := cs.calls.Load(); n > 0 {
+				usec := cs.usec.Load()
+				out = append(out, [2]string{"cmdstat_" + spec.Name, fmt.Sprintf("calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d",
+					n, usec, float64(usec)/float64(n), cs.rejected.Load(), cs.failed.Load())})
 			}
 		}
+		return out
+	case "errorstats":
+		s.stats.errMu.Lock()
+		codes := make([]string, 0, len(s.stats.errCode))
+		for code := range s.stats.errCode {
+			codes = append(codes, code)
+		}
+		slices.Sort(codes)
+		out := make([][2]string, 0, len(codes))
+		for _, code := range codes {
+			out = append(out, [2]string{"errorstat_" + code, fmt.Sprintf("count=%d", s.stats.errCode[code])})
+		}
+		s.stats.errMu.Unlock()
 		return out
 	case "raft":
 		st := s.node.Status()

@@ -6,21 +6,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"sync/atomic"
 	"time"
 
 	"github.com/fenced/fenced/lockstate"
 )
-
-// reset zeroes the counters: CONFIG RESETSTAT.
-func (st *stats) reset() {
-	st.commands.Store(0)
-	st.errors.Store(0)
-	st.pipelinedWrites.Store(0)
-	for _, n := range st.calls {
-		n.Store(0)
-	}
-}
 
 // readyContact is how long a follower may go without hearing from its
 // leader and still call itself ready: many heartbeats (every 50 ms).
@@ -54,16 +43,6 @@ func (s *Server) notReady(ctx context.Context) string {
 		return fmt.Sprintf("no contact with the leader for %v", time.Since(st.LastContact).Round(time.Millisecond))
 	}
 	return ""
-}
-
-// stats are the node's counters, shown by INFO stats and /metrics.
-type stats struct {
-	commands atomic.Int64
-	errors   atomic.Int64
-	calls    map[string]*atomic.Int64 // per command of the table; INFO commandstats
-	// pipelinedWrites counts the writes a leader proposed while an earlier
-	// write of the same connection was still unanswered (pipeline.go).
-	pipelinedWrites atomic.Int64
 }
 
 func (s *Server) serveMetrics() (*http.Server, error) {

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
-	"sync/atomic"
 	"time"
 
 	"github.com/fenced/fenced/commands"
@@ -109,9 +108,9 @@ func Start(cfg Config) (*Server, error) {
 	// down does not count towards any TTL.
 	s.clock.Observe(node.LastTime())
 	s.cmds = s.handlers()
-	s.stats.calls = make(map[string]*atomic.Int64)
+	s.stats.calls = make(map[string]*cmdStats)
 	for _, spec := range s.table.All() {
-		s.stats.calls[spec.Name] = new(atomic.Int64)
+		s.stats.calls[spec.Name] = new(cmdStats)
 	}
 	s.rs = &resp.Server{Handler: s, Limits: s.connLimits(), MaxConns: cfg.MaxConns, Logger: cfg.Logger,
 		WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout,

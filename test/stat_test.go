@@ -77,3 +77,32 @@ func TestRedisCliStat(t *testing.T) {
 	}
 	t.Logf("redis-cli --stat rows: first %q, last %q", rows[0][0], rows[len(rows)-1][0])
 }
+
+// Issue 16 (INFO commandstats and errorstats, SPEC section 8): calls with
+// the time they took, failed calls (ran, answered an error) and rejected
+// ones (arity) per command, and error replies by code.
+func TestInfoCommandAndErrorStats(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOpts{})
+	c := n.client(t)
+	for range 3 {
+		mustStr(t, c, "SET", "cs", "v")
+	}
+	mustErr(t, c, "WRONGTYPE", "HSET", "cs", "f", "v") // ran, failed
+	mustErr(t, c, "ERR", "SET", "cs")                  // arity: rejected
+	mustErr(t, c, "ERR", "NOSUCHCOMMAND")
+	stat := infoField(t, c, "commandstats", "cmdstat_set")
+	m := regexp.MustCompile(`^calls=3,usec=(\d+),usec_per_call=[\d.]+,rejected_calls=1,failed_calls=0$`).FindStringSubmatch(stat)
+	if m == nil || m[1] == "0" {
+		t.Errorf("cmdstat_set:%s, want 3 calls taking some time and 1 rejected", stat)
+	}
+	if got := infoField(t, c, "commandstats", "cmdstat_hset"); !strings.HasPrefix(got, "calls=1,") || !strings.HasSuffix(got, "rejected_calls=0,failed_calls=1") {
+		t.Errorf("cmdstat_hset:%s, want 1 call, failed", got)
+	}
+	if got := infoField(t, c, "errorstats", "errorstat_WRONGTYPE"); got != "count=1" {
+		t.Errorf("errorstat_WRONGTYPE:%s", got)
+	}
+	if got := infoField(t, c, "errorstats", "errorstat_ERR"); got != "count=2" {
+		t.Errorf("errorstat_ERR:%s, want the arity error and the unknown command", got)
+	}
+}
