@@ -201,6 +201,7 @@ func New() *Table {
 		{"info", -1, Conn, "Reply server information", "[section ...]"},
 		{"time", 1, Conn, "Reply the server's wall-clock time", ""},
 		{"role", 1, Conn, "Reply this node's replication role", ""},
+		{"slowlog", -2, Conn | Admin, "Read and reset this node's log of slow commands", "GET [count] | LEN | RESET | HELP"},
 		{"config", -2, Conn | Admin, "Read and change this node's settings", "GET pattern [pattern ...] | SET name value [name value ...] | RESETSTAT | HELP"},
 		{"acl", -2, Conn, "Manage ACL users, replicated through the log", "SETUSER|DELUSER|GETUSER|LIST|USERS|WHOAMI|CAT|DRYRUN|LOG ..."},
 	}

@@ -85,6 +85,31 @@ func configParams() map[string]configParam {
 			}
 			return "<hidden>"
 		}},
+		"slowlog-log-slower-than": {
+			get: func(s *Server) string { return strconv.FormatInt(s.slowlog.slower.Load(), 10) },
+			set: func(s *Server, v string) error {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return errors.New("argument couldn't be parsed into an integer")
+				}
+				s.slowlog.slower.Store(n)
+				return nil
+			},
+		},
+		"slowlog-max-len": {
+			get: func(s *Server) string { return strconv.FormatInt(s.slowlog.maxLen.Load(), 10) },
+			set: func(s *Server, v string) error {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil || n < 0 {
+					return errors.New("argument must be a non-negative integer")
+				}
+				s.slowlog.maxLen.Store(n)
+				s.slowlog.mu.Lock()
+				s.slowlog.trim()
+				s.slowlog.mu.Unlock()
+				return nil
+			},
+		},
 		"dir":           {get: func(s *Server) string { return s.cfg.Data }},
 		"write-timeout": {get: func(s *Server) string { return s.cfg.WriteTimeout.String() }},
 		"disk-reserve":  {get: func(s *Server) string { return strconv.FormatUint(s.cfg.DiskReserve, 10) }},
@@ -108,7 +133,7 @@ func (s *Server) configCmd(c *resp.Conn, args [][]byte) resp.Value {
 		for _, l := range []string{
 			"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"GET <pattern> [<pattern> ...]", "    Return the settings whose names match the glob patterns, with their values.",
-			"SET <name> <value> [<name> <value> ...]", "    Set settings: maxmemory (this node's, stamped into the entries it proposes as leader) and maxmemory-policy (noeviction only).",
+			"SET <name> <value> [<name> <value> ...]", "    Set settings: maxmemory (this node's, stamped into the entries it proposes as leader), maxmemory-policy (noeviction only), slowlog-log-slower-than, slowlog-max-len.",
 			"RESETSTAT", "    Reset the statistics INFO reports.",
 			"HELP", "    Print this help.",
 		} {
@@ -159,7 +184,7 @@ func (s *Server) configSet(pairs [][]byte) resp.Value {
 		}
 		changes = append(changes, change{name, value, p})
 	}
-	// Validate by parsing; only maxmemory and maxmemory-policy can be set.
+	// Validate every value before changing anything.
 	for _, ch := range changes {
 		var err error
 		switch ch.name {
@@ -168,6 +193,14 @@ func (s *Server) configSet(pairs [][]byte) resp.Value {
 		case "maxmemory-policy":
 			if !strings.EqualFold(ch.value, "noeviction") {
 				err = errPolicy
+			}
+		case "slowlog-log-slower-than":
+			if _, perr := strconv.ParseInt(ch.value, 10, 64); perr != nil {
+				err = errors.New("argument couldn't be parsed into an integer")
+			}
+		case "slowlog-max-len":
+			if n, perr := strconv.ParseInt(ch.value, 10, 64); perr != nil || n < 0 {
+				err = errors.New("argument must be a non-negative integer")
 			}
 		}
 		if err != nil {

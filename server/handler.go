@@ -71,6 +71,7 @@ func (s *Server) nativeHandlers() map[string]handlerFunc {
 		"time":              s.time,
 		"role":              s.role,
 		"config":            s.configCmd,
+		"slowlog":           s.slowlogCmd,
 		"blpop":             s.blpop,
 		"publish":           s.publish,
 		"subscribe":         s.subscribe,
@@ -127,8 +128,12 @@ func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 		if err != nil {
 			cs.rejected.Add(1)
 		} else {
+			took := time.Since(start)
 			cs.calls.Add(1)
-			cs.usec.Add(time.Since(start).Microseconds())
+			cs.usec.Add(took.Microseconds())
+			if !skipsSlowlog(spec.Name) {
+				s.slowlog.record(c, args, took)
+			}
 		}
 	}
 	if v.Kind() == resp.KindLater {

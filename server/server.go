@@ -34,12 +34,13 @@ type Server struct {
 	// cancelled the waits of its earlier process; until then its clients'
 	// commands wait or get -LOADING, so none of them can hand a lock to
 	// such a wait (startup.go).
-	start *startup
-	table *commands.Table
-	rs    *resp.Server
-	ln    net.Listener // the plaintext client port; nil with --listen ""
-	tlsLn net.Listener // the TLS client port; nil without --tls-listen
-	tls   *clientTLS
+	start   *startup
+	slowlog *slowlog // SLOWLOG (slowlog.go)
+	table   *commands.Table
+	rs      *resp.Server
+	ln      net.Listener // the plaintext client port; nil with --listen ""
+	tlsLn   net.Listener // the TLS client port; nil without --tls-listen
+	tls     *clientTLS
 	// peerRS serves the forwarding links other nodes open on the peer
 	// channel (raftstore's link listener).
 	peerRS  *resp.Server
@@ -74,7 +75,7 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, tls: ctls, waits: w, lists: newListWaits(), pubsub: newPubsub(), fwd: newForwarder(cfg.ID), table: commands.New(), started: time.Now(), start: newStartup()}
+	s := &Server{cfg: cfg, log: cfg.Logger, tls: ctls, waits: w, lists: newListWaits(), pubsub: newPubsub(), fwd: newForwarder(cfg.ID), table: commands.New(), started: time.Now(), start: newStartup(), slowlog: newSlowlog()}
 	s.auth = newAuthenticator(cfg.RequirePass, &s.users)
 	s.clock = session.NewClock(0)
 	s.clock.SetWallOffset(cfg.ClockOffset)

@@ -92,3 +92,72 @@ func TestConfigGetMasksPassword(t *testing.T) {
 		t.Fatalf("CONFIG GET requirepass: %v, %v", m, err)
 	}
 }
+
+// Issue 16 (SLOWLOG, SPEC section 8): with slowlog-log-slower-than 0 every
+// command is logged in Redis's entry shape (id, time, µs, arguments, client
+// address and name), newest first, long arguments clipped as Redis clips
+// them, AUTH and ACL never (their arguments carry passwords); max-len keeps
+// the newest; RESET empties it; garbage arguments get Redis's errors.
+func TestSlowlog(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOpts{})
+	c := n.soloClient(t) // one connection: the entries' client address is its
+	mustStr(t, c, "CONFIG", "SET", "slowlog-log-slower-than", "0")
+	info := mustStr(t, c, "CLIENT", "INFO")
+	addr := strings.TrimPrefix(strings.Fields(info)[1], "addr=")
+	mustStr(t, c, "CLIENT", "SETNAME", "slowpoke")
+	mustStr(t, c, "SET", "sl", strings.Repeat("x", 200))
+	if _, err := do(tctx(t), c, "ACL", "SETUSER", "slowuser", "on", ">secret-password", "~*", "+@all"); err != nil {
+		t.Fatal(err)
+	}
+	mustStr(t, c, "GET", "sl")
+	v, err := do(tctx(t), c, "SLOWLOG", "GET", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := v.([]any)
+	if len(entries) != 3 {
+		t.Fatalf("SLOWLOG GET 3: %v", v)
+	}
+	args := func(e any) []string {
+		var out []string
+		for _, a := range e.([]any)[3].([]any) {
+			out = append(out, a.(string))
+		}
+		return out
+	}
+	newest := entries[0].([]any)
+	if got := args(newest); fmt.Sprint(got) != "[GET sl]" || newest[4] != addr || newest[5] != "slowpoke" {
+		t.Errorf("newest entry %v, want GET sl from this client named slowpoke", newest)
+	}
+	if got := args(entries[1]); len(got) != 3 || got[0] != "SET" || got[2] != strings.Repeat("x", 128)+"... (72 more bytes)" {
+		t.Errorf("second entry %q, want the SET with its value clipped at 128 bytes", got)
+	}
+	all, _ := do(tctx(t), c, "SLOWLOG", "GET", "-1")
+	if strings.Contains(fmt.Sprint(all), "secret-password") || strings.Contains(fmt.Sprint(all), "SETUSER") {
+		t.Errorf("ACL SETUSER logged: %v", all)
+	}
+	mustStr(t, c, "CONFIG", "SET", "slowlog-max-len", "2")
+	if got := mustInt(t, c, "SLOWLOG", "LEN"); got != 2 {
+		t.Errorf("SLOWLOG LEN %d with slowlog-max-len 2", got)
+	}
+	mustStr(t, c, "CONFIG", "SET", "slowlog-log-slower-than", "-1")
+	mustStr(t, c, "SLOWLOG", "RESET")
+	if got := mustInt(t, c, "SLOWLOG", "LEN"); got != 0 {
+		t.Errorf("SLOWLOG LEN %d after RESET with logging off", got)
+	}
+	for _, tc := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"SLOWLOG", "GET", "-2"}, "ERR count should be greater than or equal to -1"},
+		{[]any{"SLOWLOG", "GET", "x"}, "ERR count should be greater than or equal to -1"},
+		{[]any{"SLOWLOG", "LEN", "1"}, "ERR wrong number of arguments for 'slowlog|len' command"},
+		{[]any{"SLOWLOG", "NOPE"}, "ERR unknown subcommand 'NOPE'. Try SLOWLOG HELP."},
+		{[]any{"CONFIG", "SET", "slowlog-max-len", "-3"}, "ERR CONFIG SET failed (possibly related to argument 'slowlog-max-len') - argument must be a non-negative integer"},
+	} {
+		if _, err := do(tctx(t), c, tc.args...); err == nil || err.Error() != tc.want {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
