@@ -100,7 +100,20 @@ func cmdScript(s *State, a [][]byte, now int64) reply.Value {
 		// Scripts run to completion inside an entry: none is ever running
 		// between commands.
 		return reply.Error("NOTBUSY No scripts in execution right now.")
-	case sub == "LOAD" || sub == "EXISTS" || sub == "FLUSH" || sub == "KILL":
+	case sub == "HELP" && len(a) == 2:
+		var out []reply.Value
+		for _, l := range []string{
+			"SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"EXISTS <sha1> [<sha1> ...]", "    Return information about the existence of the scripts in the script cache.",
+			"FLUSH [ASYNC|SYNC]", "    Flush the Lua scripts cache (replicated).",
+			"KILL", "    Kill the currently executing Lua script (none ever runs between commands).",
+			"LOAD <script>", "    Load a script into the replicated scripts cache without executing it.",
+			"HELP", "    Print this help.",
+		} {
+			out = append(out, reply.SimpleString(l))
+		}
+		return reply.Array(out...)
+	case sub == "LOAD" || sub == "EXISTS" || sub == "FLUSH" || sub == "KILL" || sub == "HELP":
 		return reply.Error("ERR wrong number of arguments for 'script|" + strings.ToLower(sub) + "' command")
 	}
 	return reply.Error("ERR unknown subcommand '" + commands.Clip(a[1]) + "'. Try SCRIPT HELP.")

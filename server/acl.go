@@ -219,6 +219,23 @@ func (s *Server) aclCmd(c *resp.Conn, args [][]byte) resp.Value {
 			n = v
 		}
 		return s.aclLog.reply(n)
+	case "help":
+		if len(rest) > 0 {
+			break
+		}
+		return helpReply(
+			"ACL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"CAT [<category>]", "    List all commands that belong to <category>, or all command categories.",
+			"DELUSER <username> [<username> ...]", "    Delete a list of users (replicated).",
+			"DRYRUN <username> <command> [<arg> ...]", "    Returns whether the user can execute the given command without executing the command.",
+			"GETUSER <username>", "    Get the user's details.",
+			"LIST", "    Show users details in config file format.",
+			"LOG [<count> | RESET]", "    Show the ACL log entries.",
+			"SETUSER <username> <attribute> [<attribute> ...]", "    Create or modify a user with the specified attributes (replicated).",
+			"USERS", "    List all the registered usernames.",
+			"WHOAMI", "    Return the current connection username.",
+			"HELP", "    Print this help.",
+		)
 	default:
 		return resp.Error("ERR unknown subcommand '" + commands.Clip(args[1]) + "'. Try ACL HELP.")
 	}

@@ -125,5 +125,16 @@ func (s *Server) cluster(c *resp.Conn, args [][]byte) resp.Value {
 			resp.BulkString("nodes"), resp.Array(list...),
 		))
 	}
+	if strings.EqualFold(string(args[1]), "HELP") && len(args) == 2 {
+		return helpReply(
+			"CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"INFO", "    Return information about the cluster: one shard, its master the Raft leader.",
+			"MYID", "    Return this node's id.",
+			"NODES", "    Return the cluster's nodes, the leader as master of every slot.",
+			"SHARDS", "    Return the cluster's one shard.",
+			"SLOTS", "    Return every slot's master: the leader.",
+			"HELP", "    Print this help.",
+		)
+	}
 	return syntaxError("unknown subcommand '%s'. Try CLUSTER HELP.", commands.Clip(args[1]))
 }

@@ -129,17 +129,13 @@ func (s *Server) configCmd(c *resp.Conn, args [][]byte) resp.Value {
 	case sub == "REWRITE" && len(args) == 2:
 		return resp.Error("ERR CONFIG REWRITE is not supported: fenced never rewrites its --config file")
 	case sub == "HELP" && len(args) == 2:
-		var out []resp.Value
-		for _, l := range []string{
+		return helpReply(
 			"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"GET <pattern> [<pattern> ...]", "    Return the settings whose names match the glob patterns, with their values.",
 			"SET <name> <value> [<name> <value> ...]", "    Set settings: maxmemory (this node's, stamped into the entries it proposes as leader), maxmemory-policy (noeviction only), slowlog-log-slower-than, slowlog-max-len.",
 			"RESETSTAT", "    Reset the statistics INFO reports.",
 			"HELP", "    Print this help.",
-		} {
-			out = append(out, resp.SimpleString(l))
-		}
-		return resp.Array(out...)
+		)
 	case sub == "GET" || sub == "SET" || sub == "RESETSTAT" || sub == "REWRITE" || sub == "HELP":
 		return resp.Error(fmt.Sprintf("ERR wrong number of arguments for 'config|%s' command", strings.ToLower(sub)))
 	}

@@ -158,7 +158,20 @@ func (s *Server) client(c *resp.Conn, args [][]byte) resp.Value {
 		return resp.BulkString(b.String())
 	case sub == "KILL" && len(args) >= 3:
 		return s.clientKill(c, args[2:])
-	case sub == "SETNAME" || sub == "GETNAME" || sub == "ID" || sub == "SETINFO" || sub == "INFO" || sub == "LIST" || sub == "KILL":
+	case sub == "HELP" && len(args) == 2:
+		return helpReply(
+			"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"GETNAME", "    Return the name of the current connection.",
+			"ID", "    Return the ID of the current connection.",
+			"INFO", "    Return information about the current client connection.",
+			"KILL <ip:port>", "    Kill connection made from <ip:port> (admin).",
+			"KILL <option> <value> [<option> <value> [...]]", "    Kill connections (admin). Options: ID, ADDR, LADDR, USER, TYPE normal|pubsub, SKIPME yes|no.",
+			"LIST", "    Return information about client connections on this node (admin).",
+			"SETINFO <option> <value>", "    Set client meta attr: LIB-NAME or LIB-VER.",
+			"SETNAME <name>", "    Assign the name <name> to the current connection.",
+			"HELP", "    Print this help.",
+		)
+	case sub == "SETNAME" || sub == "GETNAME" || sub == "ID" || sub == "SETINFO" || sub == "INFO" || sub == "LIST" || sub == "KILL" || sub == "HELP":
 		return errorReply(wrapArity("client|" + strings.ToLower(sub)))
 	}
 	return syntaxError("unknown subcommand '%s'. Try CLIENT HELP.", commands.Clip(args[1]))

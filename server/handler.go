@@ -275,6 +275,15 @@ func (s *Server) read(ctx context.Context, fn func(st *lockstate.State, now int6
 	return v
 }
 
+// helpReply is a HELP subcommand's answer: its lines as simple strings.
+func helpReply(lines ...string) resp.Value {
+	out := make([]resp.Value, len(lines))
+	for i, l := range lines {
+		out[i] = resp.SimpleString(l)
+	}
+	return resp.Array(out...)
+}
+
 func syntaxError(format string, args ...any) resp.Value {
 	return resp.Error("ERR " + fmt.Sprintf(format, args...))
 }

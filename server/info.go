@@ -326,6 +326,15 @@ func (s *Server) command(_ *resp.Conn, args [][]byte) resp.Value {
 			))
 		}
 		return resp.Map(kvs...)
+	case "HELP":
+		return helpReply(
+			"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"(no subcommand)", "    Return details about all commands.",
+			"COUNT", "    Return the total number of commands in this server.",
+			"INFO [<command-name> ...]", "    Return details about the given commands, or all of them.",
+			"DOCS [<command-name> ...]", "    Return documentation details about the given commands, or all of them.",
+			"HELP", "    Print this help.",
+		)
 	}
 	return syntaxError("unknown subcommand '%s'. Try COMMAND HELP.", commands.Clip(args[1]))
 }

@@ -136,18 +136,14 @@ func (s *Server) slowlogCmd(_ *resp.Conn, args [][]byte) resp.Value {
 		l.mu.Unlock()
 		return resp.SimpleString("OK")
 	case sub == "HELP" && len(args) == 2:
-		var out []resp.Value
-		for _, line := range []string{
+		return helpReply(
 			"SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"GET [<count>]", "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
 			"    Entries are made of: id, timestamp, time in microseconds, arguments array, client IP and port, client name",
 			"LEN", "    Return the length of the slowlog.",
 			"RESET", "    Reset the slowlog.",
 			"HELP", "    Print this help.",
-		} {
-			out = append(out, resp.SimpleString(line))
-		}
-		return resp.Array(out...)
+		)
 	case sub == "GET" || sub == "LEN" || sub == "RESET" || sub == "HELP":
 		return resp.Error(fmt.Sprintf("ERR wrong number of arguments for 'slowlog|%s' command", strings.ToLower(sub)))
 	}

@@ -161,3 +161,24 @@ func TestSlowlog(t *testing.T) {
 		}
 	}
 }
+
+// Every "Try X HELP." in an unknown-subcommand error points to a HELP that
+// answers (it used to point to CLIENT HELP and COMMAND HELP, which did not
+// exist), in Redis's shape: lines, the first naming the command.
+func TestHelpSubcommands(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOpts{})
+	c := n.client(t)
+	for _, cmd := range []string{"CLIENT", "COMMAND", "CONFIG", "SLOWLOG", "SCRIPT", "ACL", "CLUSTER"} {
+		_, err := do(tctx(t), c, cmd, "BOGUSSUB")
+		if err == nil || !strings.Contains(err.Error(), "Try "+cmd+" HELP.") {
+			t.Logf("%s BOGUSSUB: %v (no HELP offered)", cmd, err)
+			continue
+		}
+		v, err := do(tctx(t), c, cmd, "HELP")
+		lines, _ := v.([]any)
+		if err != nil || len(lines) < 3 || !strings.HasPrefix(fmt.Sprint(lines[0]), cmd+" <subcommand>") {
+			t.Errorf("%s HELP, offered by its error: %v, %v", cmd, v, err)
+		}
+	}
+}
