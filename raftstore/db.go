@@ -1,7 +1,9 @@
 package raftstore
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -38,12 +40,13 @@ func OpenDB(dir string) (*pebble.DB, error) {
 // Pebble's fatal errors end the process, as Pebble's default logger does:
 // for tools and tests, which have no node to report them.
 func OpenDBFS(dir string, fs vfs.FS) (*pebble.DB, error) {
-	return openDB(dir, fs, pebble.DefaultLogger.Fatalf)
+	return openDB(dir, fs, nil, pebble.DefaultLogger.Fatalf)
 }
 
 // openDB opens the database with fatal as Pebble's Logger.Fatalf: a node
-// passes disk.fatal, which must never return.
-func openDB(dir string, fs vfs.FS, fatal func(format string, args ...any)) (*pebble.DB, error) {
+// passes disk.fatal, which must never return. Pebble's other messages go
+// to log (nil: Pebble's default logger, for tools and tests).
+func openDB(dir string, fs vfs.FS, log *slog.Logger, fatal func(format string, args ...any)) (*pebble.DB, error) {
 	opts := &pebble.Options{
 		FS:                 fs,
 		FormatMajorVersion: formatVersion,
@@ -55,7 +58,7 @@ func openDB(dir string, fs vfs.FS, fatal func(format string, args ...any)) (*peb
 		// Durability comes from synced WAL commits; background sstable
 		// syncing just smooths flush I/O so it does not stall those fsyncs.
 		BytesPerSync: 512 << 10,
-		Logger:       quietLogger{fatal: fatal},
+		Logger:       pebbleLogger{log: log, fatal: fatal},
 	}
 	// GetLog, stable-store reads and FSM lookups are point reads; bloom
 	// filters let them skip sstables cheaply.
@@ -69,19 +72,32 @@ func openDB(dir string, fs vfs.FS, fatal func(format string, args ...any)) (*peb
 	return db, nil
 }
 
-// quietLogger drops Pebble's informational messages (WAL replay chatter on
-// every open), keeps errors, and hands fatal conditions to fatal.
-type quietLogger struct {
+// pebbleLogger passes Pebble's messages to the node's slog logger, so that
+// they share its format: errors as errors, and the informational ones (WAL
+// replay chatter on every open) at Debug. Fatal conditions go to fatal.
+type pebbleLogger struct {
+	log   *slog.Logger
 	fatal func(format string, args ...any)
 }
 
-func (quietLogger) Infof(string, ...any) {}
-
-func (quietLogger) Errorf(format string, args ...any) {
-	pebble.DefaultLogger.Errorf(format, args...)
+func (l pebbleLogger) Infof(format string, args ...any) {
+	if l.log == nil {
+		return
+	}
+	if l.log.Enabled(context.Background(), slog.LevelDebug) {
+		l.log.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+	}
 }
 
-func (l quietLogger) Fatalf(format string, args ...any) {
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	if l.log == nil {
+		pebble.DefaultLogger.Errorf(format, args...)
+		return
+	}
+	l.log.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+func (l pebbleLogger) Fatalf(format string, args ...any) {
 	l.fatal(format, args...)
 }
 

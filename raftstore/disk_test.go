@@ -127,7 +127,7 @@ func TestPebbleWriteFailure(t *testing.T) {
 	space := &fakeSpace{}
 	space.n.Store(1 << 40)
 	d := testDisk(space)
-	db, err := openDB("db", fs, d.fatal)
+	db, err := openDB("db", fs, nil, d.fatal)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,11 +35,11 @@ type raftLogger struct {
 // store use, named "raft".
 //
 // Raft is chatty at Info (every election, every snapshot, every pipeline
-// start) and warns on each single-node start (a heartbeat timeout before its
-// first election). Its levels map one to one onto slog's (Trace and Debug
-// to Debug), but below Warn it is heard only when the slog logger is
-// enabled for Debug: a node logging at Info gets raft's warnings and
-// errors, one debugging gets all of raft.
+// start). Its levels map one to one onto slog's (Trace and Debug to Debug),
+// but below Warn it is heard only when the slog logger is enabled for
+// Debug: a node logging at Info gets raft's warnings and errors, one
+// debugging gets all of raft. One warning is demoted (see level): raft warns
+// of a heartbeat timeout on every start, before any leader was known.
 func newRaftLogger(l *slog.Logger) hclog.Logger {
 	return newRaftLoggerWith(l, "raft", nil, new(atomic.Int32))
 }
@@ -90,6 +90,7 @@ func (r *raftLogger) enabled(l hclog.Level) bool {
 // log is called directly by each exported method, so that the record's
 // source is raft's caller.
 func (r *raftLogger) log(l hclog.Level, msg string, args []any) {
+	l = level(l, msg, args)
 	if !r.enabled(l) {
 		return
 	}
@@ -98,6 +99,24 @@ func (r *raftLogger) log(l hclog.Level, msg string, args []any) {
 	rec := slog.NewRecord(time.Now(), slogLevel(l), msg, pcs[0])
 	rec.Add(slogArgs(args)...)
 	_ = r.out.Handler().Handle(context.Background(), rec)
+}
+
+// level is the level msg is logged at: raft's own, except for a heartbeat
+// timeout with no last leader. Raft starts every node as a follower that
+// waits one heartbeat timeout before its first election, so every start of
+// a single node, and of each node of a cluster that starts together, warned
+// of an event that is the normal way to elect the first leader. A follower
+// that loses a leader it knew still warns (last-leader-addr is set).
+func level(l hclog.Level, msg string, args []any) hclog.Level {
+	if l != hclog.Warn || msg != "heartbeat timeout reached, starting election" {
+		return l
+	}
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, _ := args[i].(string); (k == "last-leader-addr" || k == "last-leader-id") && fmt.Sprint(args[i+1]) != "" {
+			return l
+		}
+	}
+	return hclog.Info
 }
 
 // slogArgs converts hclog's argument values that slog would not render as

@@ -177,7 +177,7 @@ func (n *Node) open() error {
 	}
 	n.disk = newDisk(cfg.Dir, cfg.DiskReserve, cfg.Logger)
 	var err error
-	if n.db, err = openDB(filepath.Join(cfg.Dir, "pebble"), vfs.Default, n.disk.fatal); err != nil {
+	if n.db, err = openDB(filepath.Join(cfg.Dir, "pebble"), vfs.Default, cfg.Logger, n.disk.fatal); err != nil {
 		return err
 	}
 	if n.logs, err = NewLogStore(n.db); err != nil {

@@ -14,6 +14,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -88,7 +89,13 @@ type Config struct {
 	// it further answer -OOM; see DefaultMaxMemory.
 	MaxMemory int64
 	State     lockstate.Config
-	Logger    *slog.Logger
+	// LogLevel and LogFormat (LogText or LogJSON; "" is text) are
+	// --log-level and --log-format, which NewLogger builds Logger from.
+	LogLevel  slog.Level
+	LogFormat string
+	// Logger is what the node logs through, Raft and Pebble included;
+	// nil: Start uses NewLogger on os.Stderr.
+	Logger *slog.Logger
 }
 
 // DefaultConfig returns the configuration of `fenced` with no flags: a
@@ -115,6 +122,8 @@ func DefaultConfig() Config {
 		OutputLimits: DefaultOutputLimits(),
 		MaxMemory:    DefaultMaxMemory,
 		DiskReserve:  raftstore.DefaultDiskReserve,
+		LogLevel:     slog.LevelInfo,
+		LogFormat:    LogText,
 	}
 }
 
@@ -164,6 +173,8 @@ func (c Config) Validate() error {
 		return bad("--write-timeout must be 0 (none) or positive, got %v", c.WriteTimeout)
 	case c.IdleTimeout < 0:
 		return bad("--timeout must be 0 (none) or a positive number of seconds, got %v", c.IdleTimeout)
+	case c.LogFormat != "" && c.LogFormat != LogText && c.LogFormat != LogJSON:
+		return bad("--log-format must be %s or %s, got %q", LogText, LogJSON, c.LogFormat)
 	}
 	for _, l := range []struct {
 		class string
@@ -381,43 +392,33 @@ func loopback(host string) bool {
 // ParseFlags turns command-line arguments (without the program name) into a
 // Config: defaults, then the environment (FENCED_REQUIREPASS), then the
 // --config file, then the flags. Flags given on the command line win over
-// the file, and both over the environment.
-func ParseFlags(args []string, stderr io.Writer) (Config, error) {
-	return parseFlags(args, os.Getenv, stderr)
+// the file, and both over the environment. The Config's Logger is left
+// nil: Start builds it from --log-level and --log-format.
+//
+// --help (-h) and --version write to out and return flag.ErrHelp: what was
+// asked for is done, and the process exits 0. Errors are returned, not
+// written.
+func ParseFlags(args []string, out io.Writer) (Config, error) {
+	return parseFlags(args, os.Getenv, out)
 }
 
-func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
+func parseFlags(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	cfg := DefaultConfig()
-	pass := passwordFlag{&cfg.RequirePass}
-	pass.Set(getenv(envRequirePass))
-	fs := flag.NewFlagSet("fenced", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configFile := fs.String("config", "", "read flags from `FILE` (lines of \"key value\"; # comments)")
-	fs.StringVar(&cfg.ID, "id", cfg.ID, "node id, never reused")
-	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "client (RESP) `address`")
-	cfg.TLS.register(fs)
-	fs.StringVar(&cfg.RaftAddr, "raft-addr", cfg.RaftAddr, "Raft `address`")
-	fs.StringVar(&cfg.Advertise, "advertise", "", "client `address` the other nodes and redirected clients use, if not --listen")
-	fs.StringVar(&cfg.RaftAdvertise, "raft-advertise", "", "Raft `address` the other nodes dial, if not --raft-addr")
-	fs.StringVar(&cfg.Data, "data", cfg.Data, "data `directory`")
-	fs.BoolVar(&cfg.Bootstrap, "bootstrap", cfg.Bootstrap, "start a new cluster with this node as its only voter (default when --data is empty and no --join)")
-	fs.StringVar(&cfg.Join, "join", "", "join the cluster of the member whose Raft (peer) `address` this is")
-	fs.StringVar(&cfg.PeerCertFile, "peer-cert-file", "", "this node's certificate (PEM) for mutual TLS with the other nodes")
-	fs.StringVar(&cfg.PeerKeyFile, "peer-key-file", "", "the key (PEM) of --peer-cert-file")
-	fs.StringVar(&cfg.PeerCAFile, "peer-trusted-ca-file", "", "CA bundle (PEM) every peer's certificate must chain to")
-	fs.StringVar(&cfg.Metrics, "metrics", "", "HTTP `address` for /metrics, /healthz, /readyz (and /debug/pprof on loopback)")
-	fs.DurationVar(&cfg.ClockOffset, "clock-offset", 0, "shift this node's wall clock (tests only; changes no expiry)")
-	fs.BoolVar(&cfg.Redirect, "redirect", false, "followers answer -MOVED 0 leader:port instead of forwarding (for Redis Cluster clients)")
-	fs.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", 0, "take a snapshot after `N` new log entries (0 = 16384)")
-	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", 0, "log entries kept behind a snapshot for lagging followers (`N`, 0 = 10240)")
-	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "disconnect a client that takes nothing of its replies or messages for this `duration` (0 = never)")
-	fs.Var(secondsFlag{&cfg.IdleTimeout}, "timeout", "close a client connection idle for this many `seconds` (Redis's timeout; 0 = never; not subscribers nor blocked clients)")
-	fs.Var(memoryFlag{&cfg.MaxMemory}, "maxmemory", "refuse writes that would grow the replicated state past this many `bytes` (Redis's syntax, such as 512mb; 0 = no limit), with -OOM; the leader's setting applies")
-	fs.Var(outputLimitsFlag{&cfg.OutputLimits}, "client-output-buffer-limit", "`\"class hard soft seconds\"` (Redis's syntax, class normal or pubsub, sizes such as 32mb): close a client whose pending output exceeds hard bytes, or soft bytes for longer than seconds; 0 = no limit; may be repeated")
-	fs.Var(bytesFlag{&cfg.DiskReserve}, "disk-reserve", "free `bytes` kept in the data directory (such as 64mb): below them the node answers writes -MISCONF and hands leadership on, below half of them it appends nothing more, until space is back")
-	fs.Var(pass, "requirepass", "the default user's `password`: clients must AUTH (needed to --listen beyond loopback). Prefer the variable "+envRequirePass+" or the --config file, which ps does not show; this flag and the file win over the variable")
+	passwordFlag{&cfg.RequirePass}.Set(getenv(envRequirePass))
+	fs, configFile, version := cfg.flagSet()
 	if err := fs.Parse(args); err != nil {
-		return cfg, err
+		if errors.Is(err, flag.ErrHelp) {
+			writeUsage(out, fs)
+			return cfg, err
+		}
+		// The flag package names a flag with one dash; fenced's are
+		// written with two everywhere else.
+		msg := regexp.MustCompile(`(flag|for|defined:|argument:) -(\w)`).ReplaceAllString(err.Error(), "$1 --$2")
+		return cfg, fmt.Errorf("%w: %s (fenced --help lists the flags)", ErrConfig, msg)
+	}
+	if *version {
+		writeVersion(out)
+		return cfg, flag.ErrHelp
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("%w: unexpected argument %q", ErrConfig, fs.Arg(0))
@@ -433,6 +434,44 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (Co
 		cfg.Bootstrap = false
 	}
 	return cfg, cfg.Validate()
+}
+
+// flagSet returns fenced's flags, writing into cfg, and the two that are
+// not settings: --config and --version.
+func (cfg *Config) flagSet() (fs *flag.FlagSet, configFile *string, version *bool) {
+	fs = flag.NewFlagSet("fenced", flag.ContinueOnError)
+	// The flag package prints the error and its whole listing on a bad
+	// flag; the caller prints the error once, and --help prints usage.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	configFile = fs.String("config", "", "read flags from `FILE`, lines of \"key value\" (# comments); the command line wins")
+	version = fs.Bool("version", false, "print the version and git revision, and exit")
+	fs.StringVar(&cfg.ID, "id", cfg.ID, "`NAME` of this node, unique in its cluster and never reused")
+	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "`ADDR` of the client (RESP) port; \"\" turns the plaintext port off")
+	cfg.TLS.register(fs)
+	fs.StringVar(&cfg.RaftAddr, "raft-addr", cfg.RaftAddr, "`ADDR` of the Raft (peer) port")
+	fs.StringVar(&cfg.Advertise, "advertise", "", "`ADDR` the other nodes and redirected clients reach the client port at, if not --listen")
+	fs.StringVar(&cfg.RaftAdvertise, "raft-advertise", "", "`ADDR` the other nodes dial for Raft, if not --raft-addr")
+	fs.StringVar(&cfg.Data, "data", cfg.Data, "`DIR` of this node's data: Raft log, snapshots, state")
+	fs.BoolVar(&cfg.Bootstrap, "bootstrap", cfg.Bootstrap, "on an empty --data, start a new cluster with this node as its only voter (on unless --join; =false waits to be added)")
+	fs.StringVar(&cfg.Join, "join", "", "join the cluster of the member at this Raft `ADDR`, as a new node")
+	fs.StringVar(&cfg.PeerCertFile, "peer-cert-file", "", "this node's certificate `FILE` (PEM) for mutual TLS with the other nodes")
+	fs.StringVar(&cfg.PeerKeyFile, "peer-key-file", "", "the key `FILE` (PEM) of --peer-cert-file")
+	fs.StringVar(&cfg.PeerCAFile, "peer-trusted-ca-file", "", "CA bundle `FILE` (PEM) every peer's certificate must chain to")
+	fs.StringVar(&cfg.Metrics, "metrics", "", "`ADDR` serving HTTP /metrics, /healthz, /readyz (and /debug/pprof on loopback)")
+	fs.Var(logLevelFlag{&cfg.LogLevel}, "log-level", "lowest `LEVEL` logged: debug, info, warn or error; debug adds Raft's and Pebble's own messages")
+	fs.Var(logFormatFlag{&cfg.LogFormat}, "log-format", "`FORMAT` of every log line on stderr: text (key=value) or json (one object per line)")
+	fs.DurationVar(&cfg.ClockOffset, "clock-offset", 0, "shift this node's wall clock (tests only; changes no expiry)")
+	fs.BoolVar(&cfg.Redirect, "redirect", false, "followers answer -MOVED with the leader's address instead of forwarding (Redis Cluster clients)")
+	fs.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", 0, "take a snapshot after `N` new log entries (0 = 16384)")
+	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", 0, "log entries kept behind a snapshot for lagging followers (`N`, 0 = 10240)")
+	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "disconnect a client that takes none of its replies or messages for this `DURATION` (0 = never)")
+	fs.Var(secondsFlag{&cfg.IdleTimeout}, "timeout", "close a client idle for this many `SECONDS` (0 = never; not subscribers nor blocked clients)")
+	fs.Var(memoryFlag{&cfg.MaxMemory}, "maxmemory", "`BYTES` of replicated state past which writes answer -OOM (0 = no limit); the leader's setting applies")
+	fs.Var(outputLimitsFlag{&cfg.OutputLimits}, "client-output-buffer-limit", "`\"CLASS HARD SOFT SECONDS\"`: close a client whose pending output passes HARD bytes, or SOFT for SECONDS (CLASS normal or pubsub; 0 = none; repeatable)")
+	fs.Var(bytesFlag{&cfg.DiskReserve}, "disk-reserve", "`BYTES` kept free in the data directory: below them writes answer -MISCONF until space is back")
+	fs.Var(passwordFlag{&cfg.RequirePass}, "requirepass", "the default user's `PASSWORD` (needed beyond loopback); ps shows flags: prefer "+envRequirePass+" or --config (flag and file win over the variable)")
+	return fs, configFile, version
 }
 
 func applyConfigFile(fs *flag.FlagSet, path string, fromFlags map[string]bool) error {
@@ -454,7 +493,7 @@ func applyConfigFile(fs *flag.FlagSet, path string, fromFlags map[string]bool) e
 		}
 		key = strings.TrimPrefix(key, "--")
 		value = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(value), "="))
-		if key == "config" || fs.Lookup(key) == nil {
+		if key == "config" || key == "version" || fs.Lookup(key) == nil {
 			return fmt.Errorf("%w: %s:%d: unknown key %q", ErrConfig, path, line, key)
 		}
 		if fromFlags[key] {

@@ -83,7 +83,7 @@ func (s *Server) infoSection(sec string) [][2]string {
 		}
 		up := time.Since(s.started)
 		return [][2]string{
-			{"redis_version", redisVersion}, {"fenced_version", Version}, {"redis_mode", "standalone"},
+			{"redis_version", redisVersion}, {"fenced_version", Version}, {"git_sha", s.gitSHA}, {"redis_mode", "standalone"},
 			{"os", runtime.GOOS + " " + runtime.GOARCH}, {"go_version", runtime.Version()},
 			{"process_id", strconv.Itoa(os.Getpid())}, {"run_id", s.cfg.ID}, {"tcp_port", port(s.ln)}, {"tls_port", port(s.tlsLn)},
 			{"uptime_in_seconds", itoa(int64(up.Seconds()))}, {"uptime_in_days", itoa(int64(up.Hours() / 24))},

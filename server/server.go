@@ -45,6 +45,7 @@ type Server struct {
 	// channel (raftstore's link listener).
 	peerRS  *resp.Server
 	started time.Time
+	gitSHA  string // INFO server's git_sha (gitRevision)
 	stats   stats
 	cmds    map[string]handlerFunc
 	auth    authenticator // who a connection is, what it may run (auth.go)
@@ -69,13 +70,14 @@ func Start(cfg Config) (*Server, error) {
 		}
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		cfg.Logger = cfg.NewLogger(os.Stderr)
 	}
 	w, err := newWaits(cfg.Data)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, tls: ctls, waits: w, lists: newListWaits(), pubsub: newPubsub(), fwd: newForwarder(cfg.ID), table: commands.New(), started: time.Now(), start: newStartup(), slowlog: newSlowlog()}
+	s.gitSHA, _ = gitRevision()
 	s.auth = newAuthenticator(cfg.RequirePass, &s.users)
 	s.clock = session.NewClock(0)
 	s.clock.SetWallOffset(cfg.ClockOffset)

@@ -251,7 +251,7 @@ func TestParseRequirePass(t *testing.T) {
 	}
 	var help strings.Builder
 	parseFlags([]string{"--help"}, env(""), &help)
-	for _, want := range []string{"-requirepass password", "FENCED_REQUIREPASS", "win over the variable"} {
+	for _, want := range []string{"--requirepass PASSWORD", "FENCED_REQUIREPASS", "win over the variable"} {
 		if !strings.Contains(help.String(), want) {
 			t.Errorf("help lacks %q:\n%s", want, help.String())
 		}

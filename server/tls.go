@@ -34,11 +34,11 @@ func defaultClientTLS() ClientTLS { return ClientTLS{AuthClients: "yes"} }
 
 // register adds the --tls-* flags to fs, writing into t.
 func (t *ClientTLS) register(fs *flag.FlagSet) {
-	fs.StringVar(&t.Listen, "tls-listen", t.Listen, "client `address` serving RESP over TLS, beside --listen (\"\" = none; --listen \"\" turns plaintext off)")
-	fs.StringVar(&t.CertFile, "tls-cert-file", t.CertFile, "PEM certificate `file` of the TLS port (reloaded on SIGHUP)")
-	fs.StringVar(&t.KeyFile, "tls-key-file", t.KeyFile, "PEM private key `file` of --tls-cert-file")
-	fs.StringVar(&t.CAFile, "tls-ca-cert-file", t.CAFile, "PEM `file` of the CA that verifies client certificates")
-	fs.StringVar(&t.AuthClients, "tls-auth-clients", t.AuthClients, "client certificates: yes (required), optional (verified if presented) or no")
+	fs.StringVar(&t.Listen, "tls-listen", t.Listen, "`ADDR` of the client port serving RESP over TLS, beside --listen")
+	fs.StringVar(&t.CertFile, "tls-cert-file", t.CertFile, "certificate `FILE` (PEM) of the TLS port, reloaded on SIGHUP")
+	fs.StringVar(&t.KeyFile, "tls-key-file", t.KeyFile, "private key `FILE` (PEM) of --tls-cert-file")
+	fs.StringVar(&t.CAFile, "tls-ca-cert-file", t.CAFile, "CA `FILE` (PEM) that verifies client certificates")
+	fs.StringVar(&t.AuthClients, "tls-auth-clients", t.AuthClients, "`MODE` of client certificates: yes (required), optional (verified if presented) or no")
 }
 
 // validate checks the shape of the TLS configuration, naming the flag that

@@ -26,8 +26,8 @@ func main() {
 		}
 		return
 	}
-	cfg, err := server.ParseFlags(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	cfg, err := server.ParseFlags(os.Args[1:], os.Stdout)
+	if errors.Is(err, flag.ErrHelp) { // --help or --version, done
 		os.Exit(0)
 	}
 	if err != nil {
@@ -45,7 +45,8 @@ func main() {
 		})
 	}()
 	if err := server.Run(ctx, cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "fenced:", err)
+		// Through the logger, so that --log-format json holds to the end.
+		cfg.NewLogger(os.Stderr).Error("fenced stopped", "err", err)
 		os.Exit(1)
 	}
 }
