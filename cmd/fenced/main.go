@@ -26,6 +26,14 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "snapshot" {
+		err := server.Snapshot(os.Args[2:], os.Stdout, os.Stderr)
+		if err != nil && !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "fenced:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	cfg, err := server.ParseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
