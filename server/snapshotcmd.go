@@ -149,7 +149,8 @@ func snapshotSave(args []string, stdout, stderr io.Writer) error {
 	var o saveOpts
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:6379", "client `address` of a node (a follower forwards to the leader)")
 	fs.StringVar(&o.user, "user", "", "ACL `user` (an admin) to authenticate as")
-	fs.StringVar(&o.pass, "pass", os.Getenv(envRequirePass), "`password` (default: $"+envRequirePass+")")
+	// Not the flag's default: -h would print the password.
+	fs.StringVar(&o.pass, "pass", "", "`password` (default: $"+envRequirePass+")")
 	fs.BoolVar(&o.tls, "tls", false, "connect with TLS (the node's --tls-listen port)")
 	fs.StringVar(&o.caFile, "cacert", "", "CA bundle (PEM) the node's certificate must chain to")
 	fs.StringVar(&o.cert, "cert", "", "client certificate (PEM), if the node asks for one")
@@ -158,6 +159,9 @@ func snapshotSave(args []string, stdout, stderr io.Writer) error {
 	file, err := oneFile(fs, args, "fenced snapshot save FILE --addr HOST:PORT")
 	if err != nil {
 		return err
+	}
+	if o.pass == "" {
+		o.pass = os.Getenv(envRequirePass)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
