@@ -83,7 +83,7 @@ var groups = map[string]Cats{
 	"lpush": CatList, "rpush": CatList, "lpop": CatList, "llen": CatList, "blpop": CatList,
 	"eval": CatScripting, "evalsha": CatScripting, "script": CatScripting,
 	"publish": CatPubsub, "subscribe": CatPubsub, "unsubscribe": CatPubsub,
-	"raft.snapshot": CatAdmin, "raft.status": CatAdmin, "raft.hash": CatAdmin, "raft.join": CatAdmin,
+	"raft.snapshot": CatAdmin, "raft.status": CatAdmin, "raft.hash": CatAdmin, "raft.backup": CatAdmin, "raft.join": CatAdmin,
 	"raft.remove": CatAdmin, "raft.transfer": CatAdmin, "raft.propose": CatAdmin, "raft.link": CatAdmin, "raft.user": CatAdmin,
 	"cluster": CatConnection, "ping": CatConnection, "echo": CatConnection, "auth": CatConnection,
 	"hello": CatConnection, "select": CatConnection, "quit": CatConnection, "reset": CatConnection,
@@ -97,7 +97,7 @@ var slow = map[string]bool{
 	"mget": true, "mset": true, "msetnx": true, "del": true, "unlink": true, "exists": true, "keys": true,
 	"hgetall": true, "eval": true, "evalsha": true, "script": true, "session.list": true, "info": true,
 	"command": true, "client": true, "cluster": true, "acl": true, "flock": true, "blpop": true,
-	"scan": true,
+	"scan": true, "raft.backup": true,
 }
 
 // adminSubs are subcommands that need the admin permission although their

@@ -32,7 +32,7 @@ func TestEveryCommandHasAGroup(t *testing.T) {
 			admin[s.Name] = true
 		}
 	}
-	for _, name := range []string{"raft.snapshot", "raft.status", "raft.hash", "raft.join", "raft.remove", "raft.transfer",
+	for _, name := range []string{"raft.snapshot", "raft.status", "raft.hash", "raft.backup", "raft.join", "raft.remove", "raft.transfer",
 		"raft.propose", "raft.link", "raft.user", "lock.forceunlock", "session.list", "keys", "config", "slowlog"} {
 		if !admin[name] {
 			t.Errorf("%s is not admin", name)

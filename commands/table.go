@@ -179,6 +179,9 @@ func New() *Table {
 		{"raft.snapshot", 1, Admin | Conn, "Take a snapshot and compact the log", ""},
 		{"raft.status", 1, Admin | Conn, "Describe this node's Raft state", ""},
 		{"raft.hash", 1, Admin | Conn, "Reply this node's applied index and a SHA-256 of its state at that index", ""},
+		// A Read: the leader serves it after a linearizable read's checks,
+		// so it holds every acknowledged write; a follower forwards it.
+		{"raft.backup", 1, Read | Admin, "Reply a snapshot of the replicated state: its applied index, the SHA-256 RAFT.HASH reports at that index, and the snapshot's bytes", ""},
 		{"raft.join", 4, Write | Leader | Admin, "Add a node as a non-voter; it becomes a voter once caught up", "id raft-addr client-addr"},
 		{"raft.remove", 2, Write | Leader | Admin, "Remove a node; its id is never reused", "id"},
 		{"raft.transfer", -1, Write | Leader | Admin, "Hand leadership to a voter (the most up-to-date one by default)", "[id]"},

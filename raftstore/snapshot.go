@@ -76,7 +76,7 @@ func (f *fsm) snapshot() (raft.FSMSnapshot, error) {
 }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := writeSnapshot(sink, s.snap, s.applied, s.gen); err != nil {
+	if _, err := writeSnapshot(sink, s.snap, s.applied, s.gen, nil); err != nil {
 		sink.Cancel()
 		return err
 	}
@@ -85,7 +85,12 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 
 func (s *fsmSnapshot) Release() { s.snap.Close() }
 
-func writeSnapshot(dst io.Writer, r pebble.Reader, applied, gen uint64) error {
+// writeSnapshot streams generation gen of r as a snapshot at applied and
+// returns how many records it wrote. If digest is set, every record also
+// goes into it as lockstate.State.Hash frames records, so a backup reports
+// RAFT.HASH's digest of its state without a second pass (raft's own
+// snapshots skip that cost).
+func writeSnapshot(dst io.Writer, r pebble.Reader, applied, gen uint64, digest hash.Hash) (int, error) {
 	crc := crc32.New(crcTable)
 	bw := bufio.NewWriterSize(io.MultiWriter(dst, crc), 64<<10)
 	var hdr [20]byte
@@ -96,29 +101,35 @@ func writeSnapshot(dst io.Writer, r pebble.Reader, applied, gen uint64) error {
 	lo, hi := genBounds(gen)
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
-		return fmt.Errorf("raftstore: snapshot iterator: %w", err)
+		return 0, fmt.Errorf("raftstore: snapshot iterator: %w", err)
+	}
+	var rec io.Writer = bw
+	if digest != nil {
+		rec = io.MultiWriter(bw, digest)
 	}
 	var lenBuf [binary.MaxVarintLen64]byte
+	records := 0
 	for it.First(); it.Valid(); it.Next() {
 		k, v := it.Key()[len(lo):], it.Value()
-		bw.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(k)))])
-		bw.Write(k)
-		bw.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(v)))])
-		bw.Write(v)
+		rec.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(k)))])
+		rec.Write(k)
+		rec.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(v)))])
+		rec.Write(v)
+		records++
 	}
 	if err := it.Close(); err != nil {
-		return fmt.Errorf("raftstore: snapshot iterator: %w", err)
+		return 0, fmt.Errorf("raftstore: snapshot iterator: %w", err)
 	}
 	bw.WriteByte(0)
 	if err := bw.Flush(); err != nil { // also reports any earlier write error
-		return fmt.Errorf("raftstore: write snapshot: %w", err)
+		return 0, fmt.Errorf("raftstore: write snapshot: %w", err)
 	}
 	var sum [4]byte
 	binary.BigEndian.PutUint32(sum[:], crc.Sum32())
 	if _, err := dst.Write(sum[:]); err != nil {
-		return fmt.Errorf("raftstore: write snapshot: %w", err)
+		return 0, fmt.Errorf("raftstore: write snapshot: %w", err)
 	}
-	return nil
+	return records, nil
 }
 
 // restoreBatchBytes bounds a batch of a restore: the snapshot's records
@@ -259,11 +270,13 @@ func (w *restoreWriter) commit() error {
 type crcReader struct {
 	r   *bufio.Reader
 	crc hash.Hash32
+	n   int64 // bytes read through it
 }
 
 func (c *crcReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.crc.Write(p[:n])
+	c.n += int64(n)
 	return n, err
 }
 
@@ -271,6 +284,7 @@ func (c *crcReader) ReadByte() (byte, error) {
 	b, err := c.r.ReadByte()
 	if err == nil {
 		c.crc.Write([]byte{b})
+		c.n++
 	}
 	return b, err
 }
@@ -279,9 +293,25 @@ func (c *crcReader) ReadByte() (byte, error) {
 // order, as fsm.load would read them back from Pebble, and returns its
 // applied index once the checksum matched.
 func readSnapshot(src io.Reader, w *restoreWriter, st *lockstate.State) (uint64, error) {
+	applied, _, err := scanSnapshot(src, nil, nil, func(k, v []byte) error {
+		if err := st.Load(k, v); err != nil {
+			return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+		}
+		return w.set(k, v)
+	})
+	return applied, err
+}
+
+// scanSnapshot checks a snapshot stream's format and hands each record to
+// fn in key order (k and v are valid only during the call); digest, if
+// set, gets the records framed as lockstate.State.Hash frames them. It
+// returns the applied index and the record count, but only once the
+// checksum matched: a caller that committed records must drop them on
+// error. size, if set, gets the stream's length up to its checksum.
+func scanSnapshot(src io.Reader, digest hash.Hash, size *int64, fn func(k, v []byte) error) (applied uint64, records int, err error) {
 	cr := &crcReader{r: bufio.NewReaderSize(src, 64<<10), crc: crc32.New(crcTable)}
-	bad := func(format string, args ...any) (uint64, error) {
-		return 0, fmt.Errorf("%w: "+format, append([]any{ErrBadSnapshot}, args...)...)
+	bad := func(format string, args ...any) (uint64, int, error) {
+		return 0, 0, fmt.Errorf("%w: "+format, append([]any{ErrBadSnapshot}, args...)...)
 	}
 	var hdr [20]byte
 	if _, err := io.ReadFull(cr, hdr[:]); err != nil {
@@ -293,10 +323,10 @@ func readSnapshot(src io.Reader, w *restoreWriter, st *lockstate.State) (uint64,
 	if v := binary.BigEndian.Uint32(hdr[8:]); v != snapVersion {
 		return bad("version %d not supported", v)
 	}
-	applied := binary.BigEndian.Uint64(hdr[12:])
+	applied = binary.BigEndian.Uint64(hdr[12:])
 	// key and val are reused: State.Load and Batch.Set copy what they keep
 	// (fsm.load hands Load an iterator's value, valid only until Next).
-	var key, val, prev []byte
+	var key, val, prev, frame []byte
 	for {
 		kl, err := binary.ReadUvarint(cr)
 		if err != nil {
@@ -330,12 +360,18 @@ func readSnapshot(src io.Reader, w *restoreWriter, st *lockstate.State) (uint64,
 			return bad("record %q out of key order", key)
 		}
 		prev = append(prev[:0], key...)
-		if err := st.Load(key, val); err != nil {
-			return bad("%v", err)
+		if digest != nil {
+			frame = binary.AppendUvarint(frame[:0], kl)
+			digest.Write(frame)
+			digest.Write(key)
+			frame = binary.AppendUvarint(frame[:0], vl)
+			digest.Write(frame)
+			digest.Write(val)
 		}
-		if err := w.set(key, val); err != nil {
-			return 0, err
+		if err := fn(key, val); err != nil {
+			return 0, 0, err
 		}
+		records++
 	}
 	want := cr.crc.Sum32()
 	var sum [4]byte
@@ -345,5 +381,8 @@ func readSnapshot(src io.Reader, w *restoreWriter, st *lockstate.State) (uint64,
 	if got := binary.BigEndian.Uint32(sum[:]); got != want {
 		return bad("checksum %08x, want %08x", got, want)
 	}
-	return applied, nil
+	if size != nil {
+		*size = cr.n + int64(len(sum))
+	}
+	return applied, records, nil
 }

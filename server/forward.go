@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fenced/fenced/commands"
 	"github.com/fenced/fenced/lockstate"
 	"github.com/fenced/fenced/raftstore"
 	"github.com/fenced/fenced/reply"
@@ -265,10 +266,14 @@ func (s *Server) submit(ctx context.Context, e lockstate.Entry) (lockstate.Resul
 // forwardRaw sends a whole command to the leader and relays its reply: for
 // reads, which the leader must serve, and membership commands. A failure is
 // never uncertain for a read; for a membership change it is.
-func (s *Server) forwardRaw(ctx context.Context, addr, user string, write bool, args [][]byte) resp.Value {
+func (s *Server) forwardRaw(ctx context.Context, addr, user string, spec *commands.Spec, args [][]byte) resp.Value {
+	write := spec.Has(commands.Write)
 	timeout := readTimeout
-	if write {
+	switch {
+	case write:
 		timeout = proposeTimeout
+	case spec.Name == "raft.backup":
+		timeout = backupTimeout // a read, but of the whole state
 	}
 	v, err := s.fwd.doAs(ctx, addr, timeout, user, args...)
 	switch {

@@ -50,6 +50,7 @@ func (s *Server) nativeHandlers() map[string]handlerFunc {
 		"raft.snapshot":     s.raftSnapshot,
 		"raft.status":       s.raftStatus,
 		"raft.hash":         s.raftHash,
+		"raft.backup":       s.raftBackup,
 		"raft.join":         s.raftJoin,
 		"raft.remove":       s.raftRemove,
 		"raft.transfer":     s.raftTransfer,
@@ -212,7 +213,7 @@ func (s *Server) onLeader(c *resp.Conn, spec *commands.Spec, args [][]byte) resp
 	case err != nil:
 		return errorReply(err)
 	case addr != "":
-		return s.forwardRaw(c.Context(), addr, s.userOf(c), spec.Has(commands.Write), args)
+		return s.forwardRaw(c.Context(), addr, s.userOf(c), spec, args)
 	default:
 		return s.cmds[spec.Name](c, args)
 	}

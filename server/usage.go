@@ -82,6 +82,7 @@ func writeUsage(w io.Writer, fs *flag.FlagSet) {
 	var b strings.Builder
 	b.WriteString(`Usage: fenced [flags]
        fenced recover --data DIR --peers FILE   (see fenced recover --help)
+       fenced snapshot save|restore|status ...  (see fenced snapshot --help)
 
 fenced is a lock server that speaks the Redis protocol; every change is
 committed through Raft. With no flags it runs a single-node cluster on

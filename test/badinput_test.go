@@ -13,6 +13,9 @@
 //   - slow and idle clients: TestSlowSubscriberOutputLimit and the rest of
 //     connlimits_test.go
 //   - a full or failing disk, a corrupt log tail: disk_test.go
+//   - RAFT.BACKUP by a non-admin or with arguments, a corrupt snapshot
+//     file, a restore into a non-empty directory: TestSnapshotRefusals
+//     (backup_test.go)
 package test
 
 import (

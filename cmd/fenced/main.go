@@ -18,9 +18,13 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "recover" {
-		err := server.Recover(os.Args[2:], os.Stderr)
-		if err != nil && !errors.Is(err, flag.ErrHelp) {
+	// Offline subcommands: fenced recover, fenced snapshot save|restore|status.
+	subcommands := map[string]func(args []string) error{
+		"recover":  func(args []string) error { return server.Recover(args, os.Stderr) },
+		"snapshot": func(args []string) error { return server.Snapshot(args, os.Stdout, os.Stderr) },
+	}
+	if len(os.Args) > 1 && subcommands[os.Args[1]] != nil {
+		if err := subcommands[os.Args[1]](os.Args[2:]); err != nil && !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "fenced:", err)
 			os.Exit(1)
 		}
