@@ -253,25 +253,6 @@ func (f passwordFlag) Set(v string) error {
 // secondsFlag is --timeout: whole seconds, as Redis's timeout.
 type secondsFlag struct{ dst *time.Duration }
 
-// memoryFlag is a size in Redis's syntax (parseMemory): --maxmemory.
-type memoryFlag struct{ dst *int64 }
-
-func (f memoryFlag) String() string {
-	if f.dst == nil {
-		return "0"
-	}
-	return strconv.FormatInt(*f.dst, 10)
-}
-
-func (f memoryFlag) Set(v string) error {
-	n, err := parseMemory(strings.TrimSpace(v))
-	if err != nil {
-		return errors.New("want bytes, or a number with a unit such as 512mb or 2gb (0 = no limit)")
-	}
-	*f.dst = n
-	return nil
-}
-
 func (f secondsFlag) String() string {
 	if f.dst == nil {
 		return "0"
@@ -288,22 +269,23 @@ func (f secondsFlag) Set(v string) error {
 	return nil
 }
 
-// bytesFlag is a size in bytes with Redis's units (64mb, 1gb).
-type bytesFlag struct{ dst *uint64 }
+// sizeFlag is a size in bytes with Redis's units (512mb, 2gb; parseMemory):
+// --maxmemory and --disk-reserve.
+type sizeFlag[T int64 | uint64] struct{ dst *T }
 
-func (f bytesFlag) String() string {
+func (f sizeFlag[T]) String() string {
 	if f.dst == nil {
 		return "0"
 	}
-	return strconv.FormatUint(*f.dst, 10)
+	return strconv.FormatUint(uint64(*f.dst), 10)
 }
 
-func (f bytesFlag) Set(v string) error {
-	n, err := parseMemory(v)
+func (f sizeFlag[T]) Set(v string) error {
+	n, err := parseMemory(strings.TrimSpace(v))
 	if err != nil {
-		return errors.New("want a size such as 64mb or 1gb")
+		return errors.New("want bytes, or a number with a unit such as 64mb or 2gb")
 	}
-	*f.dst = uint64(n)
+	*f.dst = T(n)
 	return nil
 }
 
@@ -467,9 +449,9 @@ func (cfg *Config) flagSet() (fs *flag.FlagSet, configFile *string, version *boo
 	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", 0, "log entries kept behind a snapshot for lagging followers (`N`, 0 = 10240)")
 	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "disconnect a client that takes none of its replies or messages for this `DURATION` (0 = never)")
 	fs.Var(secondsFlag{&cfg.IdleTimeout}, "timeout", "close a client idle for this many `SECONDS` (0 = never; not subscribers nor blocked clients)")
-	fs.Var(memoryFlag{&cfg.MaxMemory}, "maxmemory", "`BYTES` of replicated state past which writes answer -OOM (0 = no limit); the leader's setting applies")
+	fs.Var(sizeFlag[int64]{&cfg.MaxMemory}, "maxmemory", "`BYTES` of replicated state past which writes answer -OOM (0 = no limit); the leader's setting applies")
 	fs.Var(outputLimitsFlag{&cfg.OutputLimits}, "client-output-buffer-limit", "`\"CLASS HARD SOFT SECONDS\"`: close a client whose pending output passes HARD bytes, or SOFT for SECONDS (CLASS normal or pubsub; 0 = none; repeatable)")
-	fs.Var(bytesFlag{&cfg.DiskReserve}, "disk-reserve", "`BYTES` kept free in the data directory: below them writes answer -MISCONF until space is back")
+	fs.Var(sizeFlag[uint64]{&cfg.DiskReserve}, "disk-reserve", "`BYTES` kept free in the data directory: below them writes answer -MISCONF until space is back")
 	fs.Var(passwordFlag{&cfg.RequirePass}, "requirepass", "the default user's `PASSWORD` (needed beyond loopback); ps shows flags: prefer "+envRequirePass+" or --config (flag and file win over the variable)")
 	return fs, configFile, version
 }
