@@ -55,6 +55,10 @@ func readHandler(name string) handler {
 		return cmdHgetall
 	case "llen":
 		return cmdLlen
+	case "strlen":
+		return cmdStrlen
+	case "hlen":
+		return cmdHlen
 	}
 	return nil
 }

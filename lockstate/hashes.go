@@ -251,6 +251,17 @@ func cmdBlpop(s *State, a [][]byte, now int64) reply.Value {
 	return reply.NullArray()
 }
 
+func cmdHlen(s *State, a [][]byte, now int64) reply.Value {
+	k, ok := s.typed(string(a[1]), kvHash, now)
+	switch {
+	case !ok:
+		return errWrongType
+	case k == nil:
+		return reply.Int(0)
+	}
+	return reply.Int(int64(len(k.hash)))
+}
+
 func cmdLlen(s *State, a [][]byte, now int64) reply.Value {
 	k, ok := s.typed(string(a[1]), kvList, now)
 	switch {

@@ -28,7 +28,7 @@ func TestGenericHandlers(t *testing.T) {
 		"incr", "lpop", "lpush", "mset", "msetnx", "persist", "pexpire", "pexpireat", "rpush", "script", "set", "unlink"}
 	// KEYS and SCAN have handlers of their own, which read in steps
 	// (scanSteps).
-	wantReads := []string{"dbsize", "exists", "get", "getrange", "hexists", "hget", "hgetall", "llen", "mget", "pttl", "ttl", "type"}
+	wantReads := []string{"dbsize", "exists", "get", "getrange", "hexists", "hget", "hgetall", "hlen", "llen", "mget", "pttl", "strlen", "ttl", "type"}
 	if !slices.Equal(writes, wantWrites) {
 		t.Errorf("execWrite serves\n %v\nwant %v", writes, wantWrites)
 	}

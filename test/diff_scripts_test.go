@@ -205,8 +205,10 @@ func (d *diffConn) inspect(what string) {
 		switch {
 		case strings.Contains(f, `"string"`):
 			d.same(what, "GET", k)
+			d.same(what, "STRLEN", k)
 		case strings.Contains(f, `"hash"`):
 			d.same(what, "HGETALL", k)
+			d.same(what, "HLEN", k)
 		case strings.Contains(f, `"list"`):
 			d.same(what, "LLEN", k)
 		}

@@ -106,3 +106,42 @@ func TestInfoCommandAndErrorStats(t *testing.T) {
 		t.Errorf("errorstat_ERR:%s, want the arity error and the unknown command", got)
 	}
 }
+
+// redis-cli --bigkeys reads each key's size with STRLEN, HLEN and LLEN
+// (issue 16 a): it used to find every string empty and every hash without
+// fields, fenced having neither command. A held lock is not a string: its
+// STRLEN is WRONGTYPE, as for any key of another type.
+func TestRedisCliBigkeys(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		compatSkip(t, "redis-cli is not installed (apt-get install redis-tools)")
+	}
+	n := startNode(t, nodeOpts{})
+	cl := n.client(t)
+	mustStr(t, cl, "SET", "big-string", "hello")
+	mustInt(t, cl, "HSET", "big-hash", "f1", "v", "f2", "v")
+	mustInt(t, cl, "RPUSH", "big-list", "a", "b", "c")
+	if got := mustInt(t, cl, "STRLEN", "big-string"); got != 5 {
+		t.Errorf("STRLEN %d", got)
+	}
+	if got := mustInt(t, cl, "HLEN", "big-hash"); got != 2 {
+		t.Errorf("HLEN %d", got)
+	}
+	if got := mustInt(t, cl, "STRLEN", "nothing"); got != 0 {
+		t.Errorf("STRLEN of a missing key: %d", got)
+	}
+	mustErr(t, cl, "WRONGTYPE", "HLEN", "big-string")
+	s := openSession(t, cl, 60000, "bigkeys")
+	mustInt(t, cl, "FLOCK", "big-lock", s)
+	mustErr(t, cl, "WRONGTYPE", "STRLEN", "big-lock")
+	host, port, _ := strings.Cut(n.addr, ":")
+	out, err := exec.Command("redis-cli", "-h", host, "-p", port, "--bigkeys").CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli --bigkeys: %v\n%s", err, out)
+	}
+	for _, want := range []string{"1 strings with 5 bytes", "1 hashs with 2 fields", "1 lists with 3 items"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("redis-cli --bigkeys does not say %q:\n%s", want, out)
+		}
+	}
+}
