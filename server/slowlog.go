@@ -18,7 +18,8 @@ import (
 // ServeRESP spent on the command: for a write run ahead, until it was
 // proposed. Commands that wait (FLOCK, BLPOP) are not logged, as Redis logs
 // no time a command spends blocked, and nor are the commands whose
-// arguments carry passwords (AUTH, HELLO, ACL), which Redis skips too.
+// arguments carry passwords (AUTH, HELLO, ACL), which Redis skips too, nor
+// what other nodes forward.
 type slowlog struct {
 	slower atomic.Int64 // µs
 	maxLen atomic.Int64
@@ -52,10 +53,12 @@ func newSlowlog() *slowlog {
 	return l
 }
 
-// skipsSlowlog names the commands never logged.
+// skipsSlowlog names the commands never logged: those that wait, those
+// whose arguments carry passwords, and the forwarding between nodes (an
+// encoded entry may be an ACL SETUSER with password hashes).
 func skipsSlowlog(name string) bool {
 	switch name {
-	case "auth", "hello", "acl", "flock", "blpop":
+	case "auth", "hello", "acl", "flock", "blpop", "raft.propose", "raft.link", "raft.user":
 		return true
 	}
 	return false
