@@ -22,10 +22,11 @@ import (
 // answers Redis's immutable-config error for them.
 
 // configParam is one setting: its value, and how to change it at run time
-// (nil: immutable).
+// (nil: immutable): set checks v and returns what applies it, so that
+// CONFIG SET checks every pair before it changes anything, as Redis 7 does.
 type configParam struct {
 	get func(s *Server) string
-	set func(s *Server, v string) error
+	set func(s *Server, v string) (apply func(), err error)
 }
 
 var errPolicy = errors.New("fenced never evicts: the only policy is noeviction")
@@ -42,23 +43,21 @@ func configParams() map[string]configParam {
 	return map[string]configParam{
 		"maxmemory": {
 			get: func(s *Server) string { return strconv.FormatInt(s.node.MaxMemory(), 10) },
-			set: func(s *Server, v string) error {
+			set: func(s *Server, v string) (func(), error) {
 				n, err := parseMemory(v)
-				if err != nil {
-					return err
-				}
-				s.node.SetMaxMemory(n)
-				limitHeap(n)
-				return nil
+				return func() {
+					s.node.SetMaxMemory(n)
+					limitHeap(n)
+				}, err
 			},
 		},
 		"maxmemory-policy": {
 			get: func(*Server) string { return "noeviction" },
-			set: func(_ *Server, v string) error {
+			set: func(_ *Server, v string) (func(), error) {
 				if !strings.EqualFold(v, "noeviction") {
-					return errPolicy
+					return nil, errPolicy
 				}
-				return nil
+				return func() {}, nil
 			},
 		},
 		// Every write is in the Raft log, fsynced before it is answered:
@@ -87,27 +86,27 @@ func configParams() map[string]configParam {
 		}},
 		"slowlog-log-slower-than": {
 			get: func(s *Server) string { return strconv.FormatInt(s.slowlog.slower.Load(), 10) },
-			set: func(s *Server, v string) error {
+			set: func(s *Server, v string) (func(), error) {
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {
-					return errors.New("argument couldn't be parsed into an integer")
+					return nil, errors.New("argument couldn't be parsed into an integer")
 				}
-				s.slowlog.slower.Store(n)
-				return nil
+				return func() { s.slowlog.slower.Store(n) }, nil
 			},
 		},
 		"slowlog-max-len": {
 			get: func(s *Server) string { return strconv.FormatInt(s.slowlog.maxLen.Load(), 10) },
-			set: func(s *Server, v string) error {
+			set: func(s *Server, v string) (func(), error) {
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil || n < 0 {
-					return errors.New("argument must be a non-negative integer")
+					return nil, errors.New("argument must be a non-negative integer")
 				}
-				s.slowlog.maxLen.Store(n)
-				s.slowlog.mu.Lock()
-				s.slowlog.trim()
-				s.slowlog.mu.Unlock()
-				return nil
+				return func() {
+					s.slowlog.maxLen.Store(n)
+					s.slowlog.mu.Lock()
+					s.slowlog.trim()
+					s.slowlog.mu.Unlock()
+				}, nil
 			},
 		},
 		"dir":           {get: func(s *Server) string { return s.cfg.Data }},
@@ -164,11 +163,7 @@ func (s *Server) configGet(patterns [][]byte) resp.Value {
 // configSet checks every pair before it changes anything, as Redis 7 does.
 func (s *Server) configSet(pairs [][]byte) resp.Value {
 	params := configParams()
-	type change struct {
-		name, value string
-		p           configParam
-	}
-	var changes []change
+	var applies []func()
 	for i := 0; i < len(pairs); i += 2 {
 		name, value := strings.ToLower(string(pairs[i])), string(pairs[i+1])
 		p, ok := params[name]
@@ -178,35 +173,14 @@ func (s *Server) configSet(pairs [][]byte) resp.Value {
 		case p.set == nil:
 			return resp.Error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - can't set immutable config", name))
 		}
-		changes = append(changes, change{name, value, p})
-	}
-	// Validate every value before changing anything.
-	for _, ch := range changes {
-		var err error
-		switch ch.name {
-		case "maxmemory":
-			_, err = parseMemory(ch.value)
-		case "maxmemory-policy":
-			if !strings.EqualFold(ch.value, "noeviction") {
-				err = errPolicy
-			}
-		case "slowlog-log-slower-than":
-			if _, perr := strconv.ParseInt(ch.value, 10, 64); perr != nil {
-				err = errors.New("argument couldn't be parsed into an integer")
-			}
-		case "slowlog-max-len":
-			if n, perr := strconv.ParseInt(ch.value, 10, 64); perr != nil || n < 0 {
-				err = errors.New("argument must be a non-negative integer")
-			}
-		}
+		apply, err := p.set(s, value)
 		if err != nil {
-			return resp.Error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", ch.name, err))
+			return resp.Error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", name, err))
 		}
+		applies = append(applies, apply)
 	}
-	for _, ch := range changes {
-		if err := ch.p.set(s, ch.value); err != nil { // validated above
-			return resp.Error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", ch.name, err))
-		}
+	for _, apply := range applies {
+		apply()
 	}
 	return resp.SimpleString("OK")
 }

@@ -329,10 +329,13 @@ func Run(ctx context.Context, cfg Config) error {
 // often and returns memory to the system, so a full state does not leave
 // the process at several times its size. GOMEMLIMIT, if set, wins.
 func limitHeap(maxMemory int64) {
-	if maxMemory <= 0 || os.Getenv("GOMEMLIMIT") != "" || maxMemory > math.MaxInt64/4 {
-		return
+	switch {
+	case os.Getenv("GOMEMLIMIT") != "":
+	case maxMemory <= 0 || maxMemory > math.MaxInt64/4:
+		debug.SetMemoryLimit(math.MaxInt64) // none, as with no --maxmemory
+	default:
+		debug.SetMemoryLimit(2*maxMemory + 256<<20)
 	}
-	debug.SetMemoryLimit(2*maxMemory + 256<<20)
 }
 
 // wallNow is this node's wall clock, shifted by --clock-offset. It labels
