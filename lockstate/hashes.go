@@ -251,24 +251,24 @@ func cmdBlpop(s *State, a [][]byte, now int64) reply.Value {
 	return reply.NullArray()
 }
 
-func cmdHlen(s *State, a [][]byte, now int64) reply.Value {
-	k, ok := s.typed(string(a[1]), kvHash, now)
+func cmdHlen(s *State, a [][]byte, now int64) reply.Value { return lengthOf(s, a[1], kvHash, now) }
+func cmdLlen(s *State, a [][]byte, now int64) reply.Value { return lengthOf(s, a[1], kvList, now) }
+
+// lengthOf is STRLEN, HLEN and LLEN: the length of key name if it has type
+// t, 0 if there is none, WRONGTYPE for another type or a held lock.
+func lengthOf(s *State, name []byte, t kvType, now int64) reply.Value {
+	k, ok := s.typed(string(name), t, now)
 	switch {
 	case !ok:
 		return errWrongType
 	case k == nil:
 		return reply.Int(0)
 	}
-	return reply.Int(int64(len(k.hash)))
-}
-
-func cmdLlen(s *State, a [][]byte, now int64) reply.Value {
-	k, ok := s.typed(string(a[1]), kvList, now)
-	switch {
-	case !ok:
-		return errWrongType
-	case k == nil:
-		return reply.Int(0)
+	switch t {
+	case kvString:
+		return reply.Int(int64(len(k.str)))
+	case kvHash:
+		return reply.Int(int64(len(k.hash)))
 	}
 	return reply.Int(int64(len(k.list)))
 }

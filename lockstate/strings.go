@@ -24,16 +24,7 @@ func cmdGet(s *State, a [][]byte, now int64) reply.Value {
 	return reply.BulkString(k.str)
 }
 
-func cmdStrlen(s *State, a [][]byte, now int64) reply.Value {
-	k, ok := s.typed(string(a[1]), kvString, now)
-	switch {
-	case !ok:
-		return errWrongType
-	case k == nil:
-		return reply.Int(0)
-	}
-	return reply.Int(int64(len(k.str)))
-}
+func cmdStrlen(s *State, a [][]byte, now int64) reply.Value { return lengthOf(s, a[1], kvString, now) }
 
 func cmdMget(s *State, a [][]byte, now int64) reply.Value {
 	out := make([]reply.Value, len(a)-1)
