@@ -17,14 +17,18 @@ import (
 // Version 4 adds MaxMemory after AsAdmin (User may then be empty and
 // AsAdmin false); it is written only for an entry with a MaxMemory, which
 // must be positive.
+//
+// Version 5 adds Version after MaxMemory (which may then be 0); it is
+// written only for an entry with a Version, which must be positive.
 const (
 	entryVersion1 = 1
 	entryVersion2 = 2
 	entryVersion3 = 3
-	entryVersion  = 4
+	entryVersion4 = 4
+	entryVersion  = 5
 )
 
-func (op Op) valid() bool { return op >= OpTick && op <= OpACLDelUser }
+func (op Op) valid() bool { return op >= OpTick && op <= OpSetVersion }
 
 // Encode appends the binary form of e to dst: the version, the op, then
 // every field in declaration order (signed integers as zigzag varints,
@@ -35,8 +39,10 @@ func (op Op) valid() bool { return op >= OpTick && op <= OpACLDelUser }
 func (e Entry) Encode(dst []byte) []byte {
 	v := byte(entryVersion1)
 	switch {
-	case e.MaxMemory != 0:
+	case e.Version != 0:
 		v = entryVersion
+	case e.MaxMemory != 0:
+		v = entryVersion4
 	case e.User != "" || e.AsAdmin:
 		v = entryVersion3
 	case e.Wall != 0:
@@ -69,8 +75,11 @@ func (e Entry) Encode(dst []byte) []byte {
 			dst = append(dst, 0)
 		}
 	}
-	if v == entryVersion {
+	if v >= entryVersion4 {
 		dst = appendVarint(dst, e.MaxMemory)
+	}
+	if v == entryVersion {
+		dst = appendVarint(dst, e.Version)
 	}
 	// Args, the last field, is written only when there are some, so an
 	// entry without them has the bytes it had before Args existed.
@@ -117,7 +126,7 @@ func DecodeEntry(b []byte) (Entry, error) {
 		if e.Wall = r.varint(); r.err == nil && e.Wall == 0 {
 			r.fail(errors.New("version 2 with no wall time"))
 		}
-	case entryVersion3, entryVersion:
+	case entryVersion3, entryVersion4, entryVersion:
 		e.Wall = r.varint()
 		e.User = r.str()
 		switch r.byte() {
@@ -130,9 +139,14 @@ func DecodeEntry(b []byte) (Entry, error) {
 		if v == entryVersion3 && r.err == nil && e.User == "" && !e.AsAdmin {
 			r.fail(errors.New("version 3 with neither user nor admin"))
 		}
-		if v == entryVersion {
-			if e.MaxMemory = r.varint(); r.err == nil && e.MaxMemory <= 0 {
+		if v >= entryVersion4 {
+			if e.MaxMemory = r.varint(); r.err == nil && v == entryVersion4 && e.MaxMemory <= 0 {
 				r.fail(errors.New("version 4 without a positive MaxMemory"))
+			}
+		}
+		if v == entryVersion {
+			if e.Version = r.varint(); r.err == nil && e.Version <= 0 {
+				r.fail(errors.New("version 5 without a positive Version"))
 			}
 		}
 	}
@@ -190,6 +204,8 @@ func (op Op) String() string {
 		return "acl.setuser"
 	case OpACLDelUser:
 		return "acl.deluser"
+	case OpSetVersion:
+		return "setversion"
 	}
 	return fmt.Sprintf("op(%d)", uint8(op))
 }

@@ -26,6 +26,8 @@ func sampleEntries() []Entry {
 		{Op: OpNodeJoin, Time: 12, Node: "node-2", RaftAddr: "10.0.0.2:7000", Addr: "10.0.0.2:6380"},
 		{Op: OpNodeJoin, Node: "\x00", RaftAddr: "[::1]:7000", Addr: "[::1]:6380"},
 		{Op: OpNodeRemove, Time: 13, Node: "node-2"},
+		{Op: OpNodeJoin, Time: 12, Node: "n3", RaftAddr: "r:1", Addr: "a:1", MaxMemory: 1 << 30, Version: 2},
+		{Op: OpSetVersion, Time: 15, Wall: 1764000000000, Version: math.MaxInt64},
 		{Op: OpExec, Time: 14, Args: []string{"SET", "k", "v", "PX", "100"}},
 		{Op: OpExec, Args: []string{"", "\x00\xff"}},
 	}
@@ -99,7 +101,7 @@ func TestDecodeEntryRejects(t *testing.T) {
 		"version 0":       with(0, 0),
 		"version 2":       with(0, 2),
 		"op 0":            with(1, 0),
-		"op 15":           with(1, 15),
+		"op 16":           with(1, 16),
 		"args > rest":     append(bytes.Clone(good), 2, 0),
 		"args truncated":  append(bytes.Clone(good), 1, 2, 'x'),
 		"args count 0":    append(bytes.Clone(good), 0),
@@ -123,7 +125,7 @@ func TestDecodeEntryRejects(t *testing.T) {
 
 func TestOpString(t *testing.T) {
 	names := map[string]bool{}
-	for op := OpTick; op <= OpExec; op++ {
+	for op := OpTick; op <= OpSetVersion; op++ {
 		if names[op.String()] {
 			t.Errorf("op %d: name %q used twice", op, op)
 		}
@@ -203,7 +205,7 @@ func TestEntryLayout(t *testing.T) {
 	}
 	// Version 4: MaxMemory after AsAdmin, with or without a user.
 	got = Entry{Op: OpExec, MaxMemory: 100, Args: []string{"TIME"}}.Encode(nil)
-	want = []byte{entryVersion, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	want = []byte{entryVersion4, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0,      // Wall 0
 		0,      // User ""
 		0,      // AsAdmin
@@ -213,11 +215,28 @@ func TestEntryLayout(t *testing.T) {
 		t.Fatalf("encoded %x, want %x", got, want)
 	}
 	for _, mm := range []byte{0, 1} { // MaxMemory 0 and -1: not written as version 4
-		if _, err := DecodeEntry([]byte{entryVersion, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, mm}); !errors.Is(err, ErrBadEntry) {
+		if _, err := DecodeEntry([]byte{entryVersion4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, mm}); !errors.Is(err, ErrBadEntry) {
 			t.Fatalf("version 4 with MaxMemory byte %d decoded: %v", mm, err)
 		}
 	}
-	for op, v := range map[Op]byte{OpCancelWaits: 9, OpNodeJoin: 10, OpNodeRemove: 11, OpExec: 12, OpACLSetUser: 13, OpACLDelUser: 14} {
+	// Version 5: Version after MaxMemory (which may be 0).
+	got = Entry{Op: OpSetVersion, Version: 2}.Encode(nil)
+	want = []byte{entryVersion, 15, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, // Wall 0
+		0, // User ""
+		0, // AsAdmin
+		0, // MaxMemory 0
+		4, // Version 2, zigzag
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("encoded %x, want %x", got, want)
+	}
+	for _, v := range []byte{0, 1} { // Version 0 and -1: not written as version 5
+		if _, err := DecodeEntry([]byte{entryVersion, 15, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, v}); !errors.Is(err, ErrBadEntry) {
+			t.Fatalf("version 5 with Version byte %d decoded: %v", v, err)
+		}
+	}
+	for op, v := range map[Op]byte{OpCancelWaits: 9, OpNodeJoin: 10, OpNodeRemove: 11, OpExec: 12, OpACLSetUser: 13, OpACLDelUser: 14, OpSetVersion: 15} {
 		if byte(op) != v {
 			t.Errorf("%v = %d, want %d", op, op, v)
 		}

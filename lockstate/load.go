@@ -44,6 +44,18 @@ func (s *State) load(k string, value []byte) error {
 			return errors.New("zero time is not stored")
 		}
 		s.time, s.wall = t, wall
+	case k == versionKey:
+		v := r.varint()
+		if err := r.done(); err != nil {
+			return err
+		}
+		switch {
+		case v <= 1:
+			return fmt.Errorf("cluster version %d is not stored", v)
+		case v > s.maxVersion():
+			return fmt.Errorf("%w: the cluster runs version %d and this binary knows up to %d; run a newer release", ErrVersionUnknown, v, s.maxVersion())
+		}
+		s.version = v
 	case strings.HasPrefix(k, prefixSession):
 		return s.loadSession(k[len(prefixSession):], &r)
 	case strings.HasPrefix(k, prefixKV):
@@ -207,6 +219,11 @@ func (s *State) loadMember(id string, r *reader) error {
 		m.Removed = true
 	default:
 		r.fail(errors.New("bad member flag"))
+	}
+	if r.err == nil && len(r.b) > 0 {
+		if m.Version = r.varint(); r.err == nil && m.Version <= 0 {
+			return errors.New("member version must be positive when stored")
+		}
 	}
 	if err := r.done(); err != nil {
 		return err

@@ -78,6 +78,8 @@ func TestLoadRejects(t *testing.T) {
 		"member no flag":  set(wn, []byte{1, 1, 'r', 1, 'a'}),
 		"live no raft":    set(wn, []byte{1, 0, 1, 'a', memberLive}),
 		"live no addr":    set(wn, []byte{1, 1, 'r', 0, memberLive}),
+		"member v0":       set(wn, []byte{1, 1, 'r', 1, 'a', memberLive, 0}),
+		"member v-1":      set(wn, []byte{1, 1, 'r', 1, 'a', memberLive, 1}),
 		"member no id":    func(ks, _ [][]byte) { ks[wn] = []byte(prefixMember) },
 		"member twice":    func(ks, vs [][]byte) { ks[wn+1], vs[wn+1] = ks[wn], vs[wn] },
 		"waiter first": func(ks, vs [][]byte) {

@@ -5,22 +5,28 @@ import (
 	"slices"
 )
 
-// joinNode is OpNodeJoin: it records member e.Node and its addresses. An id
-// that was removed stays removed. Result.Int is 1 when the member is new.
+// joinNode is OpNodeJoin: it records member e.Node, its addresses and the
+// cluster version its binary knows. An id that was removed stays removed. Result.Int is 1 when the member is new.
 func (s *State) joinNode(e Entry) Result {
 	if e.Node == "" || e.RaftAddr == "" || e.Addr == "" {
 		return Result{Err: ErrBadEntry}
 	}
 	m := s.members[e.Node]
 	switch {
+	case e.Version < 0:
+		return Result{Err: ErrBadEntry}
 	case m == nil:
-		s.members[e.Node] = &Member{ID: e.Node, RaftAddr: e.RaftAddr, Addr: e.Addr}
+		s.members[e.Node] = &Member{ID: e.Node, RaftAddr: e.RaftAddr, Addr: e.Addr, Version: e.Version}
 		s.markDirty(memberKey(e.Node), nil)
 		return Result{Int: 1}
 	case m.Removed:
 		return Result{Err: ErrNodeRemoved}
-	case m.RaftAddr != e.RaftAddr || m.Addr != e.Addr:
-		m.RaftAddr, m.Addr = e.RaftAddr, e.Addr
+	}
+	// A join that does not say its version (RAFT.JOIN, proposed for the
+	// node by the leader) keeps the one the node announced.
+	v := cmp.Or(e.Version, m.Version)
+	if m.RaftAddr != e.RaftAddr || m.Addr != e.Addr || m.Version != v {
+		m.RaftAddr, m.Addr, m.Version = e.RaftAddr, e.Addr, v
 		s.markDirty(memberKey(e.Node), nil)
 	}
 	return Result{}

@@ -15,7 +15,8 @@ import (
 //	k/<key>                       string, hash or list key: type, created index, deadline, value (keys.go)
 //	l/<lock>                      held lock: holder session, owner, count, limit, token
 //	m/time                        cluster time of the last applied entry, then the highest wall clock (Unix ms) if any
-//	n/<id>                        cluster member: raft address, client address, removed
+//	m/version                     the cluster version, once above 1 (version.go)
+//	n/<id>                        cluster member: raft address, client address, removed, then its binary's version if announced
 //	r/<session>\x00<seq:8 BE>     remembered answer of a request: req, result
 //	s/<session>                   open session: name, ttl, created, deadline, next memo seq, user if not default
 //	u/<name>                      ACL user: on, nopass, password hashes, key patterns, channel patterns, command rules
@@ -227,9 +228,14 @@ func appendMember(b []byte, m *Member) []byte {
 	b = appendString(b, m.RaftAddr)
 	b = appendString(b, m.Addr)
 	if m.Removed {
-		return append(b, memberRemoved)
+		b = append(b, memberRemoved)
+	} else {
+		b = append(b, memberLive)
 	}
-	return append(b, memberLive)
+	if m.Version != 0 { // absent in records from before the version gate
+		b = appendVarint(b, m.Version)
+	}
+	return b
 }
 
 func appendMemo(b []byte, m *memo) []byte {
@@ -249,6 +255,11 @@ func appendMemo(b []byte, m *memo) []byte {
 // whether the record exists. It only reads the State.
 func (s *State) lookup(b []byte, key string) ([]byte, bool) {
 	switch {
+	case key == versionKey:
+		if s.version == 0 {
+			return b, false
+		}
+		b = appendVarint(append(b, recordVersion), s.version)
 	case key == timeKey:
 		if s.time == 0 && s.wall == 0 {
 			return b, false
@@ -363,6 +374,9 @@ func (s *State) keys() []string {
 	var keys []string
 	if s.time != 0 || s.wall != 0 {
 		keys = append(keys, timeKey)
+	}
+	if s.version != 0 {
+		keys = append(keys, versionKey)
 	}
 	for id := range s.sessions {
 		keys = append(keys, sessionKey(id))

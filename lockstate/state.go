@@ -20,6 +20,9 @@ type State struct {
 	table *commands.Table // arity and names of the keyspace commands
 	time  int64           // cluster time of the last applied entry
 	wall  int64           // highest wall clock (Unix ms) of an applied entry
+	// version is the cluster version (version.go); 0 until raised, which
+	// is version 1.
+	version int64
 
 	sessions map[string]*session
 	perUser  map[string]int   // open sessions per user (a session's user)
@@ -260,6 +263,8 @@ func (s *State) Step(index uint64, e Entry) Result {
 		r = s.setUser(e)
 	case OpACLDelUser:
 		r = s.delUsers(e)
+	case OpSetVersion:
+		r = s.setVersion(e)
 	default:
 		r = Result{Err: ErrBadEntry}
 	}

@@ -202,10 +202,11 @@ func cmdIncr(s *State, a [][]byte, now int64) reply.Value {
 			return errNotInt
 		}
 	}
-	if n == math.MaxInt64 {
+	step := s.incrStep()
+	if n > math.MaxInt64-step {
 		return errIncrOverflow
 	}
-	n++
+	n += step
 	if k == nil {
 		k = s.newKey(string(a[1]), kvString)
 	}

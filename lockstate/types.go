@@ -73,6 +73,13 @@ var (
 	// ErrOOM refuses a command that would grow the state past the entry's
 	// MaxMemory, in Redis's words.
 	ErrOOM = reply.NewErr("OOM", "command not allowed when used memory > 'maxmemory'.")
+	// ErrVersionBehind refuses OpSetVersion while a live member has not
+	// announced a binary that knows the version.
+	ErrVersionBehind = reply.NewErr("ERR", "a member's binary does not know that cluster version yet")
+	// ErrVersionUnknown answers OpSetVersion to a version this binary does
+	// not know. The replica must stop rather than apply what follows with
+	// semantics older than the other replicas' (raftstore panics on it).
+	ErrVersionUnknown = reply.NewErr("ERR", "cluster version unknown to this binary")
 )
 
 // Op is the kind of an Entry.
@@ -102,6 +109,10 @@ const (
 	OpACLSetUser Op = 13
 	// OpACLDelUser deletes the users named in Args; Result.Int counts them.
 	OpACLDelUser Op = 14
+	// OpSetVersion moves the cluster to semantics Version (version.go),
+	// once every live member's binary knows it; Result.Int is the version
+	// moved to, 0 when the cluster already runs it or a later one.
+	OpSetVersion Op = 15
 )
 
 // NoWait is Entry.Wait for a FLOCK without WAIT: answer null at once when the
@@ -146,6 +157,10 @@ type Entry struct {
 	// state's count (State.Used); 0 = no limit. It travels in the entry,
 	// as the time does, so that every replica refuses the same entries.
 	MaxMemory int64
+	// Version is, in OpNodeJoin, the highest cluster version the joining
+	// member's binary knows (0 = not said), and in OpSetVersion the
+	// version to move to.
+	Version int64
 }
 
 // Result is the answer to an applied entry.
@@ -178,6 +193,9 @@ type Result struct {
 type Member struct {
 	ID, RaftAddr, Addr string
 	Removed            bool
+	// Version is the highest cluster version the member's binary knows,
+	// as it last announced; 0 when it never said, which counts as 1.
+	Version int64
 }
 
 // Wake answers a queued FLOCK: WaitID is the id its proposer chose.
@@ -193,13 +211,18 @@ type Writer interface {
 	Delete(key []byte) error
 }
 
-// Config bounds the state. Every replica must use the same Config.
+// Config bounds the state. Every replica must use the same Config, except
+// MaxVersion, which is what the version gate reconciles.
 type Config struct {
 	MaxSessions        int // open sessions
 	MaxSessionsPerUser int // open sessions of one user
 	MaxLocksPerSession int // locks held by one session
 	MaxWaitersPerLock  int // queued FLOCKs on one lock
 	ReqMemory          int // request ids remembered per session (at least 1000)
+	// MaxVersion is the highest cluster version this replica knows; 0 is
+	// the binary's MaxVersion. Only tests of the version gate set it: the
+	// semantics of a version come with the binary.
+	MaxVersion int64
 }
 
 // DefaultConfig returns the bounds used when none are configured.

@@ -202,6 +202,11 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 			panic(fmt.Sprintf("raftstore: entry %d: %v", l.Index, err))
 		}
 		res := f.state.Step(l.Index, e)
+		if errors.Is(res.Err, lockstate.ErrVersionUnknown) {
+			// The other replicas apply what follows with semantics this
+			// binary lacks: following them blind would diverge.
+			panic(fmt.Sprintf("raftstore: entry %d moves the cluster to version %d, which this binary (versions up to %d) does not know: run a newer release", l.Index, e.Version, lockstate.MaxVersion))
+		}
 		if l.Index <= f.replayUntil {
 			res.Messages = nil
 		}

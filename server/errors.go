@@ -16,6 +16,10 @@ var (
 	// ErrShuttingDown answers a waiting FLOCK whose wait was cancelled
 	// because the server is shutting down.
 	ErrShuttingDown = reply.NewErr("CANCELLED", "wait cancelled: the server is shutting down")
+	// ErrShutdownUncertain answers a waiting FLOCK at shutdown when its
+	// wait could not be taken out of the queue: the lock may still be
+	// granted to it, so CANCELLED would be a lie.
+	ErrShutdownUncertain = reply.NewErr("UNCERTAIN", "the server is shutting down and could not cancel the wait; it may still be granted (retry with the same REQ to learn its outcome)")
 	// ErrDBIndex is returned by SELECT of a database other than 0.
 	ErrDBIndex = reply.NewErr("ERR", "DB index is out of range")
 	// ErrNoProto is returned by HELLO with a protocol other than 2 or 3.

@@ -82,8 +82,13 @@ func (s *Server) infoSection(sec string) [][2]string {
 			return p
 		}
 		up := time.Since(s.started)
+		var cv int64
+		s.node.Local(func(st *lockstate.State) { cv = st.Version() })
 		return [][2]string{
 			{"redis_version", redisVersion}, {"fenced_version", Version}, {"git_sha", s.gitSHA}, {"redis_mode", "standalone"},
+			// The semantics the cluster applies entries with, and the
+			// newest this binary knows (lockstate/version.go).
+			{"cluster_version", itoa(cv)}, {"cluster_version_known", itoa(lockstate.MaxVersion)},
 			{"os", runtime.GOOS + " " + runtime.GOARCH}, {"go_version", runtime.Version()},
 			{"process_id", strconv.Itoa(os.Getpid())}, {"run_id", s.cfg.ID}, {"tcp_port", port(s.ln)}, {"tls_port", port(s.tlsLn)},
 			{"uptime_in_seconds", itoa(int64(up.Seconds()))}, {"uptime_in_days", itoa(int64(up.Hours() / 24))},

@@ -50,19 +50,48 @@ func (s *Server) flock(c *resp.Conn, args [][]byte) resp.Value {
 		s.cancelWait(id)
 		return resp.Null()
 	case <-s.waits.done:
-		s.cancelWait(id)
+		return s.cancelAtShutdown(id, answer)
+	}
+}
+
+// shutdownAnswer bounds how long a FLOCK cancelled at shutdown waits for
+// the answer of a wait that the cancel found already resolved.
+const shutdownAnswer = time.Second
+
+// cancelAtShutdown answers a waiting FLOCK when the server shuts down. It
+// may say CANCELLED only once its cancel has taken the wait out of the
+// queue: a cancel that failed (a leader in transfer, say) leaves the wait
+// queued, to be granted later to a client told it was not (found by the
+// rolling-upgrade test, which stops nodes gracefully under load). A wait
+// the cancel found already resolved was granted or timed out: its answer
+// is on its way.
+func (s *Server) cancelAtShutdown(id uint64, answer <-chan lockstate.Result) resp.Value {
+	cancelled, err := s.cancelWait(id)
+	switch {
+	case err != nil:
+		return errorReply(ErrShutdownUncertain)
+	case cancelled:
 		return errorReply(ErrShuttingDown)
+	}
+	select {
+	case r := <-answer:
+		return resultReply(r)
+	case <-time.After(shutdownAnswer):
+		return errorReply(ErrShutdownUncertain)
 	}
 }
 
 // cancelWait takes a queued FLOCK out of its queue, through Raft like
-// every change.
-func (s *Server) cancelWait(id uint64) {
+// every change, and reports whether the wait was still there to take out.
+func (s *Server) cancelWait(id uint64) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := s.submit(ctx, lockstate.Entry{Op: lockstate.OpCancelWait, WaitID: id}); err != nil {
+	res, err := s.submit(ctx, lockstate.Entry{Op: lockstate.OpCancelWait, WaitID: id})
+	if err != nil {
 		s.log.Warn("cancel wait", "id", id, "err", err)
+		return false, err
 	}
+	return res.Int == 1, nil
 }
 
 func (s *Server) funlock(c *resp.Conn, args [][]byte) resp.Value {

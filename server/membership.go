@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/internal/plant"
 	"github.com/fenced/fenced/lockstate"
 	"github.com/fenced/fenced/raftstore"
 	"github.com/fenced/fenced/resp"
@@ -197,8 +198,9 @@ func (s *Server) announce(ctx context.Context) {
 	}
 }
 
-// announceSelf records this node in the member table if it is a member of
-// the Raft configuration and its record is missing or out of date.
+// announceSelf records this node in the member table, with the cluster
+// version its binary knows, if it is a member of the Raft configuration
+// and its record is missing or out of date.
 func (s *Server) announceSelf(ctx context.Context) error {
 	servers, err := s.node.Servers()
 	if err != nil {
@@ -220,10 +222,16 @@ func (s *Server) announceSelf(ctx context.Context) error {
 	if ok && m.Removed {
 		return lockstate.ErrNodeRemoved
 	}
-	if ok && m.Addr == addr && m.RaftAddr == raftAddr {
+	// The version this binary knows goes with the addresses, so that the
+	// leader's version gate (version.go) sees a restart on a new release.
+	known := int64(lockstate.MaxVersion)
+	if plant.On(plant.VersionLie) {
+		known++
+	}
+	if ok && m.Addr == addr && m.RaftAddr == raftAddr && m.Version == known {
 		return nil
 	}
-	res, err := s.submit(ctx, lockstate.Entry{Op: lockstate.OpNodeJoin, Node: s.cfg.ID, RaftAddr: raftAddr, Addr: addr})
+	res, err := s.submit(ctx, lockstate.Entry{Op: lockstate.OpNodeJoin, Node: s.cfg.ID, RaftAddr: raftAddr, Addr: addr, Version: known})
 	if err != nil {
 		return err
 	}

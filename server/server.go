@@ -227,6 +227,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	go func() { defer close(tickerDone); s.ticker.Run(tctx) }()
 	go s.announce(tctx)
 	go s.promote(tctx)
+	go s.gateVersion(tctx)
 	var metrics *http.Server
 	if s.cfg.Metrics != "" {
 		m, err := s.serveMetrics()

@@ -158,7 +158,8 @@ type nemesis struct {
 	first  []string // injected before the random ones, in this order
 	ttl    time.Duration
 
-	replaced int // nodes replaced so far, for their new ids
+	replaced int      // nodes replaced so far, for their new ids
+	upgrade  *upgrade // the rolling upgrade's state, if the run has one
 
 	logf func(format string, args ...any) // the test's log, or nil
 
@@ -277,6 +278,8 @@ func (nm *nemesis) inject(ctx context.Context, f string, every time.Duration) {
 	case "replace-node":
 		nm.replaceNode(ctx)
 		nm.sleep(ctx, every/2)
+	case "upgrade-node":
+		nm.upgradeNode(ctx)
 	}
 }
 

@@ -29,6 +29,9 @@ type chaosRun struct {
 	every    time.Duration // between faults
 	faults   []string
 	first    []string // faults injected first, before the random ones
+	// upgrade, if set, is the build tags of a newer binary that the
+	// "upgrade-node" fault moves the nodes to (chaos_upgrade_test.go).
+	upgrade string
 }
 
 // chaosSeed is SEED from the environment, or a fresh one; the tests print
@@ -109,6 +112,11 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 	term0 := maxTerm(cc)
 	nm := &nemesis{cc: cc, w: w, h: h, rng: newRand(seed, 99), faults: r.faults, first: r.first, ttl: r.ttl, counts: make(map[string]int),
 		logf: t.Logf}
+	var versions *versionWatch
+	if r.upgrade != "" {
+		nm.upgrade = &upgrade{bin: chaosBinary(t, r.upgrade)}
+		versions = watchVersions(cc)
+	}
 	nctx, ncancel := context.WithTimeout(ctx, r.duration)
 	nm.run(nctx, r.every)
 	ncancel()
@@ -178,6 +186,9 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 	}
 	verdict("fenced counter", store)
 
+	if versions != nil {
+		verdict("version gate", versions.verdict(nm))
+	}
 	// After healing: one leader, the same state on every node.
 	verdict("replicas agree", replicasAgree(cc, r.ttl))
 	var crashes []string
@@ -192,6 +203,10 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 	}
 	if len(rep.violations) > 0 {
 		writeHistory(t, ops)
+		for i, n := range cc.nodes {
+			path := filepath.Join(chaosArtifacts(t), strings.ReplaceAll(t.Name(), "/", "_")+"-"+cc.names[i]+".log")
+			os.WriteFile(path, []byte(n.stderr()), 0o644)
+		}
 	}
 	return rep
 }

@@ -483,3 +483,47 @@ func testOrphanedWait(t *testing.T, stop func(*node)) {
 			l, li.Token, tok, li)
 	}
 }
+
+// A node stopping gracefully tells its waiting FLOCKs CANCELLED only when
+// its cancel took the wait out of the queue. Cut off from the quorum it
+// cannot, and the wait stays queued, to be granted later: the reply must
+// say the outcome is unknown. Found by the rolling-upgrade test
+// (TestRollingUpgradePlanted), where a node shut down during a leadership
+// transfer answered CANCELLED and the lock went to the waiter afterwards.
+func TestShutdownWaitWithoutQuorum(t *testing.T) {
+	t.Parallel()
+	cl := startCluster(t, 3)
+	leader := cl.leader(30 * time.Second)
+	f := cl.followers(leader)[0]
+	c := leader.client(t)
+	const l = "cut-off"
+	h := openSession(t, c, 60000, "holder")
+	w := openSession(t, c, 60000, "waiter")
+	mustInt(t, c, "FLOCK", l, h)
+	rc := dialRaw(t, f.addr)
+	rc.send("FLOCK", l, w, "WAIT", "0")
+	waitQueued(t, c, l, w)
+
+	// Killed, not paused: a paused leader would still read the cancel
+	// from its socket once resumed.
+	var others []*node
+	for _, n := range cl.nodes {
+		if n != f {
+			n.kill()
+			others = append(others, n)
+		}
+	}
+	f.term()
+	v, err := rc.tryRead(5 * time.Second)
+	if err == nil && strings.Contains(fmt.Sprint(v), "CANCELLED") {
+		t.Errorf("a node that could not cancel the wait answered %v", v)
+	}
+	for _, n := range others {
+		n.startNoWait()
+	}
+	c = cl.leader(30 * time.Second).client(t)
+	waitQueued(t, c, l, w) // still queued: CANCELLED would have been false
+	if err != nil || !strings.Contains(fmt.Sprint(v), "UNCERTAIN") {
+		t.Errorf("the waiting connection got %v, %v; want -UNCERTAIN", v, err)
+	}
+}

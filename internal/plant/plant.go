@@ -41,6 +41,10 @@ const (
 	// a connection that never authenticated runs anything while a password
 	// is set (test/auth_test.go catches it).
 	AuthSkipped Bug = "auth-skipped"
+	// VersionLie announces a cluster version one above what the binary
+	// knows, so the version gate opens while a member still cannot follow
+	// (test/upgrade_test.go catches it).
+	VersionLie Bug = "version-lie"
 )
 
 // The planted security bugs, which the attack tests (test/peer_test.go)
@@ -58,5 +62,5 @@ const (
 
 // All lists every planted bug.
 func All() []Bug {
-	return []Bug{StaleRead, WaiterSession, MemoryTokens, LostIsFailure, NoAppliedIndex, NoDedup, WallClockExpiry, DoubleGrant, AuthSkipped, PeerUnverified, AdminSkipped, OwnershipIgnored}
+	return []Bug{StaleRead, WaiterSession, MemoryTokens, LostIsFailure, NoAppliedIndex, NoDedup, WallClockExpiry, DoubleGrant, AuthSkipped, VersionLie, PeerUnverified, AdminSkipped, OwnershipIgnored}
 }
