@@ -41,6 +41,7 @@ test: ## vet, then every unit, integration and fuzz-seed test with -race (and th
 	$(GO) vet $(PKGS)
 	TMPDIR=$(TESTTMP) $(GO) test -race -count=1 -parallel 8 -timeout 15m $(PKGS)
 	$(GO) test -count=1 -run '$(NORACE)' ./lockstate ./script
+	$(GO) test -count=1 -tags fencednext -run 'Version' ./lockstate
 
 chaos: ## the long fault-test profile: 3 seeds x 200 s of faults per workload, then the planted bugs (about 35 min)
 	set -o pipefail; FENCED_CHAOS=long $(GO) test -count=1 -timeout 80m -v -run 'TestChaos' ./test | tee chaos-report.txt | grep -E '^\s+(seed|ops|faults|fenced store|checkers|detected|chaos_test)|^(---|ok|FAIL)|--- '
