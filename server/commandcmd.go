@@ -44,8 +44,13 @@ func (s *Server) command(_ *resp.Conn, args [][]byte) resp.Value {
 				kvs = append(kvs, resp.BulkString(spec.Name), docsReply(spec.Doc))
 			}
 		}
-		for _, name := range args[2:] { // unknown names are left out, as Redis does
-			if d := s.lookupDoc(string(name)); d != nil {
+		// Unknown names are left out, as Redis does; a repeated one is
+		// answered once (Redis repeats it), so the reply is bounded by the
+		// docs themselves however many names come.
+		seen := map[*commands.Doc]bool{}
+		for _, name := range args[2:] {
+			if d := s.lookupDoc(string(name)); d != nil && !seen[d] {
+				seen[d] = true
 				kvs = append(kvs, resp.BulkString(d.Name), docsReply(d))
 			}
 		}
