@@ -73,12 +73,17 @@ type Spec struct {
 	Name string
 	// Arity follows Redis: n > 0 is exactly n arguments including the name,
 	// n < 0 is at least -n.
-	Arity   int
-	Flags   Flags
-	Summary string
-	Args    string // syntax after the name, for COMMAND DOCS and errors
-	Cats    Cats   // ACL categories, derived from Flags and the command's group
+	Arity int
+	Flags Flags
+	Cats  Cats // ACL categories, derived from Flags and the command's group
+	// Doc is what COMMAND DOCS answers (docs_table.go): the summary and
+	// the arguments, from which Syntax renders the usage.
+	Doc *Doc
 }
+
+// Syntax is the usage after the command's name, as redis-cli shows it
+// from Doc: "lock session [OWNER tag] [WAIT ms] [LIMIT n] [REQ id]".
+func (s *Spec) Syntax() string { return Syntax(s.Doc.Args) }
 
 // Has reports whether s has every flag in f.
 func (s *Spec) Has(f Flags) bool { return s.Flags&f == f }
@@ -115,111 +120,121 @@ type Table struct {
 // New returns the table of every command fenced serves.
 func New() *Table {
 	type row struct {
-		name          string
-		arity         int
-		flags         Flags
-		summary, args string
+		name  string
+		arity int
+		flags Flags
 	}
 	rows := []row{
 		// Native locks and sessions (SPEC section 3).
-		{"flock", -3, Write | Ahead | Blocking | DenyOOM, "Acquire a fenced lock; reply the fencing token", "lock session [OWNER tag] [WAIT ms] [LIMIT n] [REQ id]"},
-		{"funlock", -3, Write | Ahead, "Release one hold of a fenced lock; reply the remaining count", "lock session [OWNER tag] [FENCE token] [REQ id]"},
-		{"fence", -2, Read, "Reply the fencing token of a lock's holder, or of a key (IFEQ: only while it holds value)", "lock [session [OWNER tag]] | key IFEQ value"},
-		{"lock.info", 2, Read, "Describe a lock: holder, count, limit, token, waiters", "lock"},
-		{"lock.forceunlock", 3, Write | Ahead | Admin, "Release a lock if token is its current token", "lock token"},
-		{"session.open", -1, Write | Ahead | DenyOOM, "Open a session; reply its id", "[TTL ms] [NAME label]"},
-		{"session.heartbeat", 2, Write | Ahead, "Renew a session; reply its TTL in ms", "id"},
-		{"session.kill", 2, Write | Ahead, "End a session and release its locks", "id"},
-		{"session.info", 2, Read, "Describe a session", "id"},
-		{"session.list", 1, Read | Admin, "List open session ids", ""},
-		{"type", 2, Read | Keyspace, "Reply the type of a key", "key"},
-		{"dbsize", 1, Read | Keyspace, "Reply the number of keys", ""},
+		{"flock", -3, Write | Ahead | Blocking | DenyOOM},
+		{"funlock", -3, Write | Ahead},
+		{"fence", -2, Read},
+		{"lock.info", 2, Read},
+		{"lock.forceunlock", 3, Write | Ahead | Admin},
+		{"session.open", -1, Write | Ahead | DenyOOM},
+		{"session.heartbeat", 2, Write | Ahead},
+		{"session.kill", 2, Write | Ahead},
+		{"session.info", 2, Read},
+		{"session.list", 1, Read | Admin},
+		{"type", 2, Read | Keyspace},
+		{"dbsize", 1, Read | Keyspace},
 		// Keyspace (SPEC section 4): strings, TTLs, hashes, lists.
-		{"set", -3, Write | Ahead | Keyspace | DenyOOM, "Set a string key", "key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]"},
-		{"get", 2, Read | Keyspace, "Reply a string key's value", "key"},
-		{"getdel", 2, Write | Ahead | Keyspace, "Reply a string key's value and delete it", "key"},
-		{"mget", -2, Read | Keyspace, "Reply the values of string keys", "key [key ...]"},
-		{"mset", -3, Write | Ahead | Keyspace | DenyOOM, "Set string keys", "key value [key value ...]"},
-		{"msetnx", -3, Write | Ahead | Keyspace | DenyOOM, "Set string keys if none exists", "key value [key value ...]"},
-		{"getrange", 4, Read | Keyspace, "Reply a substring of a string key", "key start end"},
-		{"strlen", 2, Read | Keyspace, "Reply the length of a string key's value", "key"},
-		{"incr", 2, Write | Ahead | Keyspace | DenyOOM, "Increment an integer string key", "key"},
-		{"del", -2, Write | Ahead | Keyspace, "Delete keys (not fenced locks)", "key [key ...]"},
-		{"unlink", -2, Write | Ahead | Keyspace, "Delete keys (not fenced locks)", "key [key ...]"},
-		{"exists", -2, Read | Keyspace, "Count the keys that exist", "key [key ...]"},
-		{"expire", -3, Write | Ahead | Keyspace, "Set a key's TTL in seconds", "key seconds [NX|XX|GT|LT]"},
-		{"pexpire", -3, Write | Ahead | Keyspace, "Set a key's TTL in ms", "key ms [NX|XX|GT|LT]"},
-		{"expireat", -3, Write | Ahead | Keyspace, "Set a key's deadline in seconds", "key unix-seconds [NX|XX|GT|LT]"},
-		{"pexpireat", -3, Write | Ahead | Keyspace, "Set a key's deadline in ms", "key unix-ms [NX|XX|GT|LT]"},
-		{"ttl", 2, Read | Keyspace, "Reply a key's remaining TTL in seconds", "key"},
-		{"pttl", 2, Read | Keyspace, "Reply a key's remaining TTL in ms", "key"},
-		{"persist", 2, Write | Ahead | Keyspace, "Remove a key's TTL", "key"},
-		{"keys", 2, Read | Keyspace | Admin, "Reply the keys matching a glob pattern, sorted", "pattern"},
-		{"scan", -2, Read | Keyspace, "Reply a cursor and some keys; iterate from cursor 0 until it is 0 again", "cursor [MATCH pattern] [COUNT n] [TYPE type]"},
-		{"delex", -2, Write | Ahead | Keyspace, "Delete a key if its value matches", "key [IFEQ value|IFNE value]"},
-		{"delifeq", 3, Write | Ahead | Keyspace, "Delete a string key if its value equals", "key value"},
-		{"hset", -4, Write | Ahead | Keyspace | DenyOOM, "Set hash fields", "key field value [field value ...]"},
-		{"hget", 3, Read | Keyspace, "Reply a hash field", "key field"},
-		{"hincrby", 4, Write | Ahead | Keyspace | DenyOOM, "Increment an integer hash field", "key field increment"},
-		{"hexists", 3, Read | Keyspace, "Reply whether a hash field exists", "key field"},
-		{"hdel", -3, Write | Ahead | Keyspace, "Delete hash fields", "key field [field ...]"},
-		{"hgetall", 2, Read | Keyspace, "Reply a hash's fields and values", "key"},
-		{"hlen", 2, Read | Keyspace, "Reply the number of fields in a hash", "key"},
-		{"lpush", -3, Write | Ahead | Keyspace | DenyOOM, "Prepend elements to a list", "key element [element ...]"},
-		{"rpush", -3, Write | Ahead | Keyspace | DenyOOM, "Append elements to a list", "key element [element ...]"},
-		{"lpop", -2, Write | Ahead | Keyspace, "Remove and reply the first elements of a list", "key [count]"},
-		{"llen", 2, Read | Keyspace, "Reply a list's length", "key"},
-		{"blpop", -3, Write | Ahead | Keyspace | Blocking, "Remove and reply the first element of the first non-empty list, waiting for one", "key [key ...] timeout"},
+		{"set", -3, Write | Ahead | Keyspace | DenyOOM},
+		{"get", 2, Read | Keyspace},
+		{"getdel", 2, Write | Ahead | Keyspace},
+		{"mget", -2, Read | Keyspace},
+		{"mset", -3, Write | Ahead | Keyspace | DenyOOM},
+		{"msetnx", -3, Write | Ahead | Keyspace | DenyOOM},
+		{"getrange", 4, Read | Keyspace},
+		{"strlen", 2, Read | Keyspace},
+		{"incr", 2, Write | Ahead | Keyspace | DenyOOM},
+		{"del", -2, Write | Ahead | Keyspace},
+		{"unlink", -2, Write | Ahead | Keyspace},
+		{"exists", -2, Read | Keyspace},
+		{"expire", -3, Write | Ahead | Keyspace},
+		{"pexpire", -3, Write | Ahead | Keyspace},
+		{"expireat", -3, Write | Ahead | Keyspace},
+		{"pexpireat", -3, Write | Ahead | Keyspace},
+		{"ttl", 2, Read | Keyspace},
+		{"pttl", 2, Read | Keyspace},
+		{"persist", 2, Write | Ahead | Keyspace},
+		{"keys", 2, Read | Keyspace | Admin},
+		{"scan", -2, Read | Keyspace},
+		{"delex", -2, Write | Ahead | Keyspace},
+		{"delifeq", 3, Write | Ahead | Keyspace},
+		{"hset", -4, Write | Ahead | Keyspace | DenyOOM},
+		{"hget", 3, Read | Keyspace},
+		{"hincrby", 4, Write | Ahead | Keyspace | DenyOOM},
+		{"hexists", 3, Read | Keyspace},
+		{"hdel", -3, Write | Ahead | Keyspace},
+		{"hgetall", 2, Read | Keyspace},
+		{"hlen", 2, Read | Keyspace},
+		{"lpush", -3, Write | Ahead | Keyspace | DenyOOM},
+		{"rpush", -3, Write | Ahead | Keyspace | DenyOOM},
+		{"lpop", -2, Write | Ahead | Keyspace},
+		{"llen", 2, Read | Keyspace},
+		{"blpop", -3, Write | Ahead | Keyspace | Blocking},
 		// Scripts and pub/sub (SPEC section 4).
-		{"eval", -3, Write | Ahead | Keyspace, "Run a Lua script in the state machine", "script numkeys [key ...] [arg ...]"},
-		{"evalsha", -3, Write | Ahead | Keyspace, "Run a cached Lua script by its SHA-1", "sha1 numkeys [key ...] [arg ...]"},
-		{"script", -2, Write | Ahead | Keyspace, "Manage the replicated script cache", "LOAD script | EXISTS sha1 [sha1 ...] | FLUSH [ASYNC|SYNC]"},
-		{"publish", 3, Write | Keyspace, "Post a message to a channel, delivered by every node", "channel message"},
-		{"subscribe", -2, Conn, "Listen for messages on channels", "channel [channel ...]"},
-		{"unsubscribe", -1, Conn, "Stop listening on channels (all if none given)", "[channel ...]"},
+		{"eval", -3, Write | Ahead | Keyspace},
+		{"evalsha", -3, Write | Ahead | Keyspace},
+		{"script", -2, Write | Ahead | Keyspace},
+		{"publish", 3, Write | Keyspace},
+		{"subscribe", -2, Conn},
+		{"unsubscribe", -1, Conn},
 		// Cluster administration.
-		{"raft.snapshot", 1, Admin | Conn, "Take a snapshot and compact the log", ""},
-		{"raft.status", 1, Admin | Conn, "Describe this node's Raft state", ""},
-		{"raft.hash", 1, Admin | Conn, "Reply this node's applied index and a SHA-256 of its state at that index", ""},
+		{"raft.snapshot", 1, Admin | Conn},
+		{"raft.status", 1, Admin | Conn},
+		{"raft.hash", 1, Admin | Conn},
 		// A Read: the leader serves it after a linearizable read's checks,
 		// so it holds every acknowledged write; a follower forwards it.
-		{"raft.backup", 1, Read | Admin, "Reply a snapshot of the replicated state: its applied index, the SHA-256 RAFT.HASH reports at that index, and the snapshot's bytes", ""},
-		{"raft.join", 4, Write | Leader | Admin, "Add a node as a non-voter; it becomes a voter once caught up", "id raft-addr client-addr"},
-		{"raft.remove", 2, Write | Leader | Admin, "Remove a node; its id is never reused", "id"},
-		{"raft.transfer", -1, Write | Leader | Admin, "Hand leadership to a voter (the most up-to-date one by default)", "[id]"},
+		{"raft.backup", 1, Read | Admin},
+		{"raft.join", 4, Write | Leader | Admin},
+		{"raft.remove", 2, Write | Leader | Admin},
+		{"raft.transfer", -1, Write | Leader | Admin},
 		// Node to node: a follower forwards an entry to the leader over a
 		// link connection, marked by RAFT.LINK so it is never forwarded on.
-		{"raft.propose", 2, Write | Admin | Peer, "Propose an encoded entry (forwarding between nodes)", "entry"},
-		{"raft.link", 2, Admin | Conn | Peer, "Mark this connection as a forwarding link from a node", "node-id"},
-		{"raft.user", 2, Admin | Conn | Peer, "Answer the commands that follow on this link as the given user", "user"},
-		{"cluster", -2, Conn, "Redis Cluster view with the leader as master of all slots", "SLOTS|SHARDS|NODES|INFO|MYID"},
+		{"raft.propose", 2, Write | Admin | Peer},
+		{"raft.link", 2, Admin | Conn | Peer},
+		{"raft.user", 2, Admin | Conn | Peer},
+		{"cluster", -2, Conn},
 		// Connection (SPEC section 4).
-		{"ping", -1, Conn, "Reply PONG or the message", "[message]"},
-		{"echo", 2, Conn, "Reply the message", "message"},
-		{"auth", -2, Conn | NoAuth, "Authenticate the connection", "[username] password"},
-		{"hello", -1, Conn | NoAuth, "Switch protocol, optionally authenticating; reply server information", "[protover [AUTH username password] [SETNAME name]]"},
-		{"select", 2, Conn, "Select database 0", "index"},
-		{"quit", -1, Conn | NoAuth, "Close the connection", ""},
-		{"reset", 1, Conn | NoAuth, "Reset the connection's state, unauthenticated if a password is set", ""},
-		{"client", -2, Conn, "Connection management", "SETNAME|GETNAME|ID|SETINFO|INFO|LIST ..."},
-		{"command", -1, Conn, "Describe commands", "[COUNT|DOCS|INFO ...]"},
-		{"info", -1, Conn, "Reply server information", "[section ...]"},
-		{"time", 1, Conn, "Reply the server's wall-clock time", ""},
-		{"role", 1, Conn, "Reply this node's replication role", ""},
-		{"slowlog", -2, Conn | Admin, "Read and reset this node's log of slow commands", "GET [count] | LEN | RESET | HELP"},
-		{"config", -2, Conn | Admin, "Read and change this node's settings", "GET pattern [pattern ...] | SET name value [name value ...] | RESETSTAT | HELP"},
-		{"acl", -2, Conn, "Manage ACL users, replicated through the log", "SETUSER|DELUSER|GETUSER|LIST|USERS|WHOAMI|CAT|DRYRUN|LOG ..."},
+		{"ping", -1, Conn},
+		{"echo", 2, Conn},
+		{"auth", -2, Conn | NoAuth},
+		{"hello", -1, Conn | NoAuth},
+		{"select", 2, Conn},
+		{"quit", -1, Conn | NoAuth},
+		{"reset", 1, Conn | NoAuth},
+		{"client", -2, Conn},
+		{"command", -1, Conn},
+		{"info", -1, Conn},
+		{"time", 1, Conn},
+		{"role", 1, Conn},
+		{"slowlog", -2, Conn | Admin},
+		{"config", -2, Conn | Admin},
+		{"acl", -2, Conn},
+	}
+	docs, err := buildDocs(docRows())
+	if err != nil {
+		panic(err) // a mistake in docs_table.go: TestDocsTable
 	}
 	specs := make([]Spec, len(rows))
 	t := &Table{byName: make(map[string]*Spec, len(specs))}
 	for i, r := range rows {
 		s := &specs[i]
-		*s = Spec{Name: r.name, Arity: r.arity, Flags: r.flags, Summary: r.summary, Args: r.args}
+		*s = Spec{Name: r.name, Arity: r.arity, Flags: r.flags, Doc: docs[r.name]}
 		if err := categorize(s); err != nil {
 			panic(err) // a row without an ACL group: TestEveryCommandHasAGroup
 		}
+		if s.Doc == nil {
+			panic(fmt.Errorf("commands: %q has no documentation in docs_table.go", s.Name))
+		}
+		delete(docs, r.name)
 		t.byName[s.Name] = s
 		t.sorted = append(t.sorted, s)
+	}
+	for name := range docs {
+		panic(fmt.Errorf("commands: %q is documented but not in the table", name))
 	}
 	sort.Slice(t.sorted, func(i, j int) bool { return t.sorted[i].Name < t.sorted[j].Name })
 	return t

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fenced/fenced/commands"
 	"github.com/fenced/fenced/lockstate"
 	"github.com/fenced/fenced/resp"
 )
@@ -285,86 +284,4 @@ func (s *Server) raftStatus(_ *resp.Conn, _ [][]byte) resp.Value {
 func (s *Server) raftHash(_ *resp.Conn, _ [][]byte) resp.Value {
 	idx, h := s.node.StateHash()
 	return resp.Array(resp.Int(int64(idx)), resp.BulkString(hex.EncodeToString(h[:])))
-}
-
-// command implements COMMAND, COMMAND COUNT, COMMAND DOCS and COMMAND INFO
-// from the command table.
-func (s *Server) command(_ *resp.Conn, args [][]byte) resp.Value {
-	all := s.table.All()
-	if len(args) == 1 {
-		vs := make([]resp.Value, len(all))
-		for i, spec := range all {
-			vs[i] = commandInfo(spec)
-		}
-		return resp.Array(vs...)
-	}
-	switch strings.ToUpper(string(args[1])) {
-	case "COUNT":
-		return resp.Int(int64(len(all)))
-	case "INFO":
-		vs := make([]resp.Value, 0, len(args)-2)
-		for _, name := range args[2:] {
-			if spec, ok := s.table.Lookup(name); ok {
-				vs = append(vs, commandInfo(spec))
-			} else {
-				vs = append(vs, resp.NullArray())
-			}
-		}
-		return resp.Array(vs...)
-	case "DOCS":
-		specs := all
-		if len(args) > 2 {
-			specs = nil
-			for _, name := range args[2:] {
-				if spec, ok := s.table.Lookup(name); ok {
-					specs = append(specs, spec)
-				}
-			}
-		}
-		var kvs []resp.Value
-		for _, spec := range specs {
-			kvs = append(kvs, resp.BulkString(spec.Name), resp.Map(
-				resp.BulkString("summary"), resp.BulkString(spec.Summary),
-				resp.BulkString("since"), resp.BulkString("0.1.0"),
-				resp.BulkString("group"), resp.BulkString(commandGroup(spec)),
-				resp.BulkString("syntax"), resp.BulkString(strings.TrimSpace(strings.ToUpper(spec.Name)+" "+spec.Args)),
-			))
-		}
-		return resp.Map(kvs...)
-	case "HELP":
-		return helpReply(
-			"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-			"(no subcommand)", "    Return details about all commands.",
-			"COUNT", "    Return the total number of commands in this server.",
-			"INFO [<command-name> ...]", "    Return details about the given commands, or all of them.",
-			"DOCS [<command-name> ...]", "    Return documentation details about the given commands, or all of them.",
-			"HELP", "    Print this help.",
-		)
-	}
-	return syntaxError("unknown subcommand '%s'. Try COMMAND HELP.", commands.Clip(args[1]))
-}
-
-func commandGroup(spec *commands.Spec) string {
-	if spec.Has(commands.Conn) {
-		return "connection"
-	}
-	return "fenced"
-}
-
-func commandInfo(spec *commands.Spec) resp.Value {
-	var flags []resp.Value
-	for _, f := range []struct {
-		flag commands.Flags
-		name string
-	}{{commands.Write, "write"}, {commands.Read, "readonly"}, {commands.Admin, "admin"}, {commands.DenyOOM, "denyoom"}, {commands.Blocking, "blocking"}, {commands.NoAuth, "no_auth"}} {
-		if spec.Has(f.flag) {
-			flags = append(flags, resp.SimpleString(f.name))
-		}
-	}
-	first := int64(0) // key position, for clients that route by key
-	if (spec.Has(commands.Write) || spec.Has(commands.Read)) && spec.Arity != 1 && spec.Arity != -1 && !strings.HasPrefix(spec.Name, "session.") {
-		first = 1
-	}
-	return resp.Array(resp.BulkString(spec.Name), resp.Int(int64(spec.Arity)), resp.Array(flags...),
-		resp.Int(first), resp.Int(first), resp.Int(first))
 }

@@ -551,7 +551,7 @@ func TestServerInProcess(t *testing.T) {
 	if !ok || len(docs) != len(commands.New().All()) {
 		t.Fatalf("COMMAND DOCS = %#v", do("COMMAND", "DOCS"))
 	}
-	if fl, ok := docs["flock"].(map[any]any); !ok || !strings.HasPrefix(fmt.Sprint(fl["syntax"]), "FLOCK lock session") {
+	if fl, ok := docs["flock"].(map[any]any); !ok || fl["group"] != "fenced" || !strings.HasPrefix(fmt.Sprint(fl["arguments"]), "[map[key_spec_index:0 name:lock type:key] map[name:session type:string]") {
 		t.Errorf("COMMAND DOCS flock = %#v", docs["flock"])
 	}
 	if one, ok := do("COMMAND", "DOCS", "FENCE").(map[any]any); !ok || len(one) != 1 || one["fence"] == nil {

@@ -25,6 +25,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -437,5 +438,73 @@ func TestBadDiskReserveFlag(t *testing.T) {
 		if !strings.Contains(out, "disk-reserve") {
 			t.Errorf("--disk-reserve %q: the message does not name the flag:\n%s", v, out)
 		}
+	}
+}
+
+// TestBadCommandDocs: COMMAND DOCS with names that are no command, halves
+// of a subcommand's name, control bytes, a 400 KiB name, and 65,000
+// repeats of one name answers a map of just the documented ones, each
+// once (the reply is bounded by the docs, not by the request); COMMAND's
+// other subcommands refuse extra or unknown words; and the connection and
+// the server go on serving.
+func TestBadCommandDocs(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOpts{})
+	c := dialRaw(t, n.addr)
+	c.send("HELLO", "3")
+	c.read()
+	keys := func(v rv) []string {
+		t.Helper()
+		if v.kind != '%' {
+			t.Fatalf("reply %v, want a map", v)
+		}
+		var out []string
+		for i := 0; i < len(v.elems); i += 2 {
+			out = append(out, v.elems[i].str)
+		}
+		return out
+	}
+	repeats := make([]string, 65000)
+	for i := range repeats {
+		repeats[i] = "set"
+	}
+	for _, tc := range []struct {
+		name  string
+		names []string
+		want  []string
+	}{
+		{"not commands", []string{"nope", "", " ", "*", "?", "set ", " set"}, nil},
+		{"halves of a subcommand", []string{"|", "config|", "|get", "config||get", "config|get|x", "set|x", "|config|get"}, nil},
+		{"control bytes", []string{"\x00", "set\x00", "\r\n", "config|\r\nget", "\xff\xfe"}, nil},
+		{"400 KiB name", []string{strings.Repeat("s", 400<<10), strings.Repeat("config|", 50000)}, nil},
+		{"the real ones among them", []string{"nope", "CONFIG|GET", "Flock", "config|nope"}, []string{"config|get", "flock"}},
+		{"65,000 repeats", repeats, []string{"set"}},
+	} {
+		c.send(append([]string{"COMMAND", "DOCS"}, tc.names...)...)
+		if got := keys(c.read()); !slices.Equal(got, tc.want) {
+			t.Errorf("COMMAND DOCS %s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"COMMAND", "COUNT", "x"}, "ERR wrong number of arguments for 'command|count' command"},
+		{[]string{"COMMAND", "HELP", "x"}, "ERR wrong number of arguments for 'command|help' command"},
+		{[]string{"COMMAND", "GETKEYS", "set", "k", "v"}, "ERR unknown subcommand 'GETKEYS'. Try COMMAND HELP."},
+		{[]string{"COMMAND", "DOCS|SET"}, "ERR unknown subcommand 'DOCS|SET'. Try COMMAND HELP."},
+		{[]string{"COMMAND", "\x00\r\n"}, "ERR unknown subcommand '   '. Try COMMAND HELP."},
+	} {
+		c.send(tc.args...)
+		if v := c.read(); v.kind != '-' || v.str != tc.want {
+			t.Errorf("%.60q: %v, want -%s", tc.args, v, tc.want)
+		}
+	}
+	c.send("PING")
+	if v := c.read(); v.str != "PONG" {
+		t.Errorf("PING after the bad COMMAND DOCS: %v", v)
+	}
+	if !n.alive() {
+		t.Fatal("the server died")
 	}
 }
