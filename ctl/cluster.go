@@ -46,6 +46,8 @@ func (r *runner) members(ctx context.Context) ([]member, error) {
 			Voter: text(f["suffrage"]) == "voter", Leader: id != "" && id == leader,
 		})
 	}
+	// By id, not in configuration order: the same listing from every node.
+	slices.SortFunc(out, func(a, b member) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
