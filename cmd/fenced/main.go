@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fenced/fenced/ctl"
 	"github.com/fenced/fenced/server"
 )
 
@@ -22,6 +23,7 @@ func main() {
 	subcommands := map[string]func(args []string) error{
 		"recover":  func(args []string) error { return server.Recover(args, os.Stderr) },
 		"snapshot": func(args []string) error { return server.Snapshot(args, os.Stdout, os.Stderr) },
+		"ctl":      func(args []string) error { os.Exit(ctl.Main(args, os.Stdin, os.Stdout, os.Stderr)); return nil },
 	}
 	if len(os.Args) > 1 && subcommands[os.Args[1]] != nil {
 		if err := subcommands[os.Args[1]](os.Args[2:]); err != nil && !errors.Is(err, flag.ErrHelp) {
