@@ -140,13 +140,18 @@ type epStatus struct {
 	Endpoint string `json:"endpoint"`
 	ID       string `json:"id"`
 	Version  string `json:"version"`
-	Role     string `json:"role"`
-	IsLeader bool   `json:"is_leader"`
-	LeaderID string `json:"leader_id"`
-	Term     int64  `json:"term"`
-	Commit   int64  `json:"commit_index"`
-	Applied  int64  `json:"applied_index"`
-	err      error
+	// ClusterVersion is the semantics the cluster applies entries with,
+	// and Known the newest this node's binary knows: during a rolling
+	// upgrade they tell which nodes still run the old release.
+	ClusterVersion int64  `json:"cluster_version"`
+	Known          int64  `json:"cluster_version_known"`
+	Role           string `json:"role"`
+	IsLeader       bool   `json:"is_leader"`
+	LeaderID       string `json:"leader_id"`
+	Term           int64  `json:"term"`
+	Commit         int64  `json:"commit_index"`
+	Applied        int64  `json:"applied_index"`
+	err            error
 }
 
 func (r *runner) endpointStatus(_ []string) error {
@@ -173,6 +178,7 @@ func (r *runner) endpointStatus(_ []string) error {
 		f := infoFields(v)
 		return epStatus{
 			Endpoint: a, ID: f["raft_node_id"], Version: f["fenced_version"], Role: f["raft_role"],
+			ClusterVersion: integer(f["cluster_version"]), Known: integer(f["cluster_version_known"]),
 			IsLeader: f["raft_role"] == "leader", LeaderID: f["raft_leader_id"],
 			Term: integer(f["raft_term"]), Commit: integer(f["raft_commit_index"]), Applied: integer(f["raft_applied_index"]),
 		}
@@ -187,13 +193,14 @@ func (r *runner) endpointStatus(_ []string) error {
 			continue
 		}
 		ok = append(ok, s)
-		rows = append(rows, []string{s.Endpoint, s.ID, s.Version, s.Role, strconv.FormatBool(s.IsLeader), s.LeaderID,
+		rows = append(rows, []string{s.Endpoint, s.ID, s.Version,
+			fmt.Sprintf("%d/%d", s.ClusterVersion, s.Known), s.Role, strconv.FormatBool(s.IsLeader), s.LeaderID,
 			strconv.FormatInt(s.Term, 10), strconv.FormatInt(s.Commit, 10), strconv.FormatInt(s.Applied, 10)})
 	}
 	if ok == nil {
 		ok = []epStatus{}
 	}
-	if err := r.output(ok, []string{"ENDPOINT", "ID", "VERSION", "ROLE", "IS LEADER", "LEADER", "TERM", "COMMIT INDEX", "APPLIED INDEX"}, rows); err != nil {
+	if err := r.output(ok, []string{"ENDPOINT", "ID", "VERSION", "CLUSTER VERSION/KNOWN", "ROLE", "IS LEADER", "LEADER", "TERM", "COMMIT INDEX", "APPLIED INDEX"}, rows); err != nil {
 		return err
 	}
 	if len(failed) > 0 {

@@ -461,6 +461,8 @@ type ctlEndpoint struct {
 	Endpoint string `json:"endpoint"`
 	ID       string `json:"id"`
 	Version  string `json:"version"`
+	Cluster  int64  `json:"cluster_version"`
+	Known    int64  `json:"cluster_version_known"`
 	IsLeader bool   `json:"is_leader"`
 	LeaderID string `json:"leader_id"`
 	Term     int64  `json:"term"`
@@ -525,7 +527,7 @@ func TestCtlCluster(t *testing.T) {
 	}
 	eventually(t, 30*time.Second, "the endpoints to agree on the leader and term", agree)
 	for i, e := range eps {
-		if e.Endpoint != addrs[i] || e.ID != cl.ids[i] || e.Version == "" || e.Applied <= 0 {
+		if e.Endpoint != addrs[i] || e.ID != cl.ids[i] || e.Version == "" || e.Applied <= 0 || e.Cluster < 1 || e.Known < e.Cluster {
 			t.Errorf("endpoint status entry %d: %+v", i, e)
 		}
 	}

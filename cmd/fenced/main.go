@@ -19,11 +19,15 @@ import (
 )
 
 func main() {
+	// fenced ctl, the admin CLI, exits with its own status (ctl lock: the
+	// status of the command it ran).
+	if len(os.Args) > 1 && os.Args[1] == "ctl" {
+		os.Exit(ctl.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	// Offline subcommands: fenced recover, fenced snapshot save|restore|status.
 	subcommands := map[string]func(args []string) error{
 		"recover":  func(args []string) error { return server.Recover(args, os.Stderr) },
 		"snapshot": func(args []string) error { return server.Snapshot(args, os.Stdout, os.Stderr) },
-		"ctl":      func(args []string) error { os.Exit(ctl.Main(args, os.Stdin, os.Stdout, os.Stderr)); return nil },
 	}
 	if len(os.Args) > 1 && subcommands[os.Args[1]] != nil {
 		if err := subcommands[os.Args[1]](os.Args[2:]); err != nil && !errors.Is(err, flag.ErrHelp) {
