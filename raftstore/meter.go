@@ -39,9 +39,10 @@ type Counts struct {
 	// leader_changes_seen): each time a leader is known after none, or
 	// after another.
 	LeaderChanges uint64
-	// CommitIndex and Applied are the Raft commit index and this node's
-	// applied index: both only grow while the process runs.
-	CommitIndex, Applied uint64
+	// Term is the current Raft term. CommitIndex and Applied are the Raft
+	// commit index and this node's applied index: all three only grow
+	// while the process runs.
+	Term, CommitIndex, Applied uint64
 	// ProposalsPending are the entries this node handed to Raft as leader
 	// whose outcome it has not seen; ProposalsFailed those Raft answered
 	// with an error (not leader any more, leadership lost, a failed
@@ -57,7 +58,7 @@ func (n *Node) Counts() Counts {
 	return Counts{
 		HasLeader: leader != "", IsLeader: n.IsLeader(),
 		LeaderChanges: n.counts.leaderChanges.Load(),
-		CommitIndex:   n.raft.CommitIndex(), Applied: n.fsm.appliedIndex(),
+		Term:          n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(), Applied: n.fsm.appliedIndex(),
 		ProposalsPending: n.counts.pending.Load(), ProposalsFailed: n.counts.failed.Load(),
 	}
 }

@@ -56,7 +56,7 @@ func TestCountsAndMeter(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	before := n.Counts()
-	if !before.HasLeader || !before.IsLeader || before.LeaderChanges != 1 {
+	if !before.HasLeader || !before.IsLeader || before.LeaderChanges != 1 || before.Term == 0 {
 		t.Fatalf("a lone leader's counts: %+v", before)
 	}
 	const proposals = 5

@@ -247,6 +247,10 @@ func (n *Node) open() error {
 	// so RAFT.REMOVE of the leader could wait forever. A removed node has no
 	// vote in its latest configuration, so it never starts an election.
 	rc.ShutdownOnRemove = false
+	// Raft reports some metrics twice, labelled with the peer and with the
+	// peer's id in the name (raft.replication.heartbeat.<id>): the second
+	// kind makes a metric name per peer, so only the labelled kind is kept.
+	rc.NoLegacyTelemetry = true
 	cache, err := raft.NewLogCache(4096, n.logs)
 	if err != nil {
 		return fmt.Errorf("raftstore: log cache: %w", err)
