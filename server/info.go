@@ -24,7 +24,7 @@ const (
 	redisVersion = "7.4.0"
 )
 
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "keyspace", "raft"}
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "keyspace", "raft"}
 
 // extraSections are shown only when asked for by name, or by all/everything.
 var extraSections = []string{"commandstats", "errorstats"}
@@ -137,6 +137,21 @@ func (s *Server) infoSection(sec string) [][2]string {
 			{"expired_keys", itoa(st.expiredKeys)},
 			{"expired_sessions", itoa(st.expiredSessions)},
 		}
+	case "replication":
+		// As ROLE says it: the leader is the master, every other node a
+		// replica of it, whose link is up while it hears from the leader
+		// (as /readyz counts it). redis_exporter labels its metrics with
+		// the role.
+		if s.node.IsLeader() {
+			return [][2]string{{"role", "master"}}
+		}
+		leader, _ := s.leaderAddr()
+		host, port, _ := net.SplitHostPort(leader)
+		link := "down"
+		if leader != "" && time.Since(s.node.Status().LastContact) <= readyContact {
+			link = "up"
+		}
+		return [][2]string{{"role", "slave"}, {"master_host", host}, {"master_port", port}, {"master_link_status", link}}
 	case "keyspace":
 		// Redis's db0 line counts every name (keys and held locks, which
 		// share one keyspace), and the keys with a deadline.
