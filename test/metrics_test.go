@@ -154,6 +154,12 @@ func TestMetricsWorkload(t *testing.T) {
 		}
 	}
 
+	for field, want := range map[string]string{"expired_keys": "1", "expired_sessions": "1"} {
+		if got := infoField(t, idle, "stats", field); got != want {
+			t.Errorf("INFO stats %s:%s, want %s", field, got, want)
+		}
+	}
+
 	// CONFIG RESETSTAT: INFO starts again, /metrics does not go back.
 	mustStr(t, idle, "CONFIG", "RESETSTAT")
 	if v, err := idle.Info(tctx(t), "commandstats").Result(); err != nil || grepLines(v, "cmdstat_set") != "" {
@@ -247,10 +253,25 @@ func TestMetricsCluster(t *testing.T) {
 	if got := metricsOf(t, addrs[nodeIndex(c, leader)]).value(t, "fenced_raft_rpc_append_entries_seconds"); got < 1 {
 		t.Errorf("the old leader, now a follower, counts %v appends", got)
 	}
+	// INFO replication says the same: the leader is the master, the
+	// others replicas of it.
 	cl := redis.NewClient(target.options(3))
 	defer cl.Close()
 	if got := infoField(t, cl, "replication", "role"); got != "master" {
 		t.Errorf("the leader's INFO replication role:%s", got)
+	}
+	_, leaderPort, _ := strings.Cut(target.addr, ":")
+	for _, f := range c.followers(target) {
+		fc := redis.NewClient(f.options(3))
+		defer fc.Close()
+		eventually(t, 10*time.Second, c.id(f)+"'s INFO replication naming the new leader", func() bool {
+			return infoField(t, fc, "replication", "master_port") == leaderPort
+		})
+		for field, want := range map[string]string{"role": "slave", "master_link_status": "up"} {
+			if got := infoField(t, fc, "replication", field); got != want {
+				t.Errorf("%s's INFO replication %s:%s, want %s", c.id(f), field, got, want)
+			}
+		}
 	}
 }
 
