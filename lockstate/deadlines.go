@@ -101,11 +101,17 @@ func (s *State) expire(now int64) {
 		t := heap.Pop(&s.timers).(*timer)
 		switch {
 		case t.sess != nil:
+			s.expired.Sessions++
+			if r := s.refs[t.sess.id]; r != nil {
+				s.expired.Locks += len(r.held)
+			}
 			s.endSession(t.sess)
 		case t.key != nil:
+			s.expired.Keys++
 			s.setTTL(t.key, false)
 			s.deleteKey(t.key)
 		default:
+			s.expired.Waits++
 			s.timeOut(t.wait)
 		}
 	}

@@ -17,8 +17,9 @@ func cmdPublish(s *State, a [][]byte, _ int64) reply.Value {
 	return reply.Int(0)
 }
 
-// Events are what applied entries tell the clients of the node that applied
-// them: answers to waiting FLOCKs, lists pushed to, messages published.
+// Events are what applied entries tell the node that applied them: answers
+// to waiting FLOCKs, lists pushed to, messages published (for its clients),
+// and what expired (for its metrics).
 type Events struct {
 	Wakes    []Wake
 	Pushed   []string
@@ -26,6 +27,8 @@ type Events struct {
 	// UsersChanged says an entry changed the ACL users: every node
 	// refreshes what it checks connections against.
 	UsersChanged bool
+	// Expired sums the entries' Result.Expired.
+	Expired Expirations
 }
 
 // Add appends the events of r.
@@ -34,4 +37,5 @@ func (ev *Events) Add(r *Result) {
 	ev.Pushed = append(ev.Pushed, r.Pushed...)
 	ev.Messages = append(ev.Messages, r.Messages...)
 	ev.UsersChanged = ev.UsersChanged || r.UsersChanged
+	ev.Expired.Add(r.Expired)
 }

@@ -130,7 +130,7 @@ func checkInvariants(s *State) error {
 	type so struct{ session, owner string }
 	held := map[string]map[string]bool{}
 	waiting := map[string]map[string]int{}
-	nReq, nIDs, nTimers := 0, 0, len(s.sessions)
+	nReq, nIDs, nWaiters, nTimers := 0, 0, 0, len(s.sessions)
 	for name, l := range s.locks {
 		if l.name != name {
 			return fmt.Errorf("lock %q named %q", name, l.name)
@@ -152,6 +152,7 @@ func checkInvariants(s *State) error {
 			return fmt.Errorf("lock %q has %d waiters", name, len(l.queue))
 		}
 		owners := map[so]bool{}
+		nWaiters += len(l.queue)
 		for i, w := range l.queue {
 			if w.lock != l {
 				return fmt.Errorf("waiter of %q points at another lock", name)
@@ -193,6 +194,9 @@ func checkInvariants(s *State) error {
 				}
 			}
 		}
+	}
+	if s.Waiters() != nWaiters {
+		return fmt.Errorf("Waiters %d; the queues hold %d", s.Waiters(), nWaiters)
 	}
 	if len(s.reqWaits) != nReq || len(s.waitIDs) != nIDs {
 		return fmt.Errorf("stale waiter indexes: %d/%d reqs, %d/%d ids", len(s.reqWaits), nReq, len(s.waitIDs), nIDs)

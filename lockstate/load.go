@@ -161,6 +161,7 @@ func (s *State) loadWaiter(rest string, r *reader) error {
 	w.lock = l
 	w.timer.wait = w
 	l.queue = append(l.queue, w)
+	s.waiters++
 	for _, id := range w.waitIDs {
 		s.waitIDs[id] = w
 	}

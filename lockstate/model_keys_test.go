@@ -28,6 +28,7 @@ func genKeys() []string { return []string{"a", "k1", "k2"} }
 func (m *model) expireKeys(now int64) {
 	for name, k := range m.keys {
 		if k.ttl && k.deadline < now {
+			m.expired.Keys++
 			delete(m.keys, name)
 		}
 	}

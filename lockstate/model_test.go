@@ -27,6 +27,8 @@ type model struct {
 	// acl's tests check; the model checks what the state does with them.
 	users map[string]*acl.User
 	wakes []Wake
+	// expired counts what the deadlines of the entry in progress ended.
+	expired Expirations
 }
 
 type mSession struct {
@@ -185,8 +187,8 @@ func (m *model) apply(index uint64, e Entry) Result {
 		r.Err = ErrBadEntry
 	}
 	m.handOff()
-	r.Wakes = m.wakes
-	m.wakes = nil
+	r.Wakes, r.Expired = m.wakes, m.expired
+	m.wakes, m.expired = nil, Expirations{}
 	return r
 }
 
@@ -231,9 +233,12 @@ func (m *model) expire(now int64) {
 		}
 		switch {
 		case bw != nil:
+			m.expired.Waits++
 			m.remove(bw)
 			m.answer(bw, Result{Null: true})
 		case bs != nil:
+			m.expired.Sessions++
+			m.expired.Locks += m.heldBy(bs.id)
 			m.end(bs)
 		default:
 			return

@@ -89,6 +89,10 @@ func (s *State) Sessions() []string {
 // Counts returns the number of open sessions and of held locks.
 func (s *State) Counts() (sessions, locks int) { return len(s.sessions), len(s.locks) }
 
+// Waiters returns, in constant time, the number of queued FLOCKs (a FLOCK
+// retried under a new wait id is still one).
+func (s *State) Waiters() int { return s.waiters }
+
 // WaitIDs returns the ids of every queued FLOCK, sorted. A node that starts
 // up holds no connection for any of them, so it cancels them (SPEC: a
 // closed connection cancels its wait).

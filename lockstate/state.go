@@ -73,8 +73,14 @@ type State struct {
 	used     int64
 	costs    map[string]int64
 	timeCost int64 // the time record's
-	// ttlKeys counts the keys with a deadline (KeyspaceCounts).
+	// ttlKeys counts the keys with a deadline (KeyspaceCounts), waiters
+	// the queued FLOCKs (Waiters): kept as they change, rebuilt by Load,
+	// so that the metrics never walk a large state.
 	ttlKeys int
+	waiters int
+	// expired counts what the deadlines of the entry in progress ended
+	// (Result.Expired).
+	expired Expirations
 	// unflushedBytes is UnflushedBytes.
 	unflushedBytes int64
 
@@ -270,8 +276,8 @@ func (s *State) Step(index uint64, e Entry) Result {
 	}
 	s.handOffs()
 	s.account()
-	r.Wakes, r.Pushed, r.Messages = s.wakes, s.pushed, s.messages
-	s.wakes, s.pushed, s.messages = nil, nil, nil
+	r.Wakes, r.Pushed, r.Messages, r.Expired = s.wakes, s.pushed, s.messages, s.expired
+	s.wakes, s.pushed, s.messages, s.expired = nil, nil, nil, Expirations{}
 	return r
 }
 

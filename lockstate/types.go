@@ -185,6 +185,25 @@ type Result struct {
 	Messages []Message
 	// UsersChanged: the entry set or deleted ACL users (not encoded).
 	UsersChanged bool
+	// Expired counts what deadlines ended as the entry was applied (not
+	// encoded): the same on every replica, since deadlines take effect in
+	// the entries' order.
+	Expired Expirations
+}
+
+// Expirations count what deadlines ended: sessions whose TTL ran out, the
+// locks they held (released by that), keys deleted at their deadline, and
+// FLOCK waits whose WAIT ran out.
+type Expirations struct {
+	Sessions, Locks, Keys, Waits int
+}
+
+// Add adds o's counts to e's.
+func (e *Expirations) Add(o Expirations) {
+	e.Sessions += o.Sessions
+	e.Locks += o.Locks
+	e.Keys += o.Keys
+	e.Waits += o.Waits
 }
 
 // Member is a cluster member as recorded by OpNodeJoin and OpNodeRemove. A

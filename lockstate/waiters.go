@@ -18,6 +18,7 @@ func (s *State) enqueue(l *lock, e Entry, now int64) *waiter {
 	w := &waiter{lock: l, pos: pos, session: e.Session, owner: e.Owner, req: e.Req, limit: e.Limit}
 	w.timer.wait = w
 	l.queue = append(l.queue, w)
+	s.waiters++
 	if e.Wait > 0 {
 		w.timed = true
 		s.schedule(&w.timer, ms.Add(now, e.Wait))
@@ -54,6 +55,7 @@ func (s *State) removeWaiter(w *waiter) {
 	i := sort.Search(len(l.queue), func(i int) bool { return l.queue[i].pos >= w.pos })
 	if i < len(l.queue) && l.queue[i] == w {
 		l.queue = slices.Delete(l.queue, i, i+1)
+		s.waiters--
 	}
 	s.unschedule(&w.timer)
 	for _, id := range w.waitIDs {

@@ -59,6 +59,8 @@ type fsm struct {
 	cfg  lockstate.Config
 	obs  Observer
 	disk *disk // guards the write-back (nil: unguarded); see DESIGN.md, Disk trouble
+	// meter, if set, hears how long each write-back's commit took.
+	meter Meter
 
 	lastTerm atomic.Uint64 // Raft term of the last entry applied
 	// replayUntil is the last log index when the process started: entries up
@@ -266,7 +268,10 @@ func (f *fsm) store() error {
 	// the state's changed set; disk.write then marks the storage failed, so
 	// nothing is written back again in this process, and a restart rebuilds
 	// the state from the last stored applied index and the log.
-	if err := f.disk.write("write-back of the state", func() error { return b.Commit(pebble.NoSync) }); err != nil {
+	commit := func() error {
+		return timed(f.meter, Meter.StateCommitted, func() error { return b.Commit(pebble.NoSync) })
+	}
+	if err := f.disk.write("write-back of the state", commit); err != nil {
 		return fmt.Errorf("raftstore: commit entries up to %d: %w", f.applied, err)
 	}
 	f.stored = f.applied

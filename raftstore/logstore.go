@@ -37,6 +37,8 @@ type LogStore struct {
 	// disk guards the writes (nil: unguarded, for tools and tests): see
 	// DESIGN.md, Disk trouble.
 	disk *disk
+	// meter, if set, hears how long each synced append took.
+	meter Meter
 
 	// mu serialises writers (StoreLogs runs on Raft's main goroutine,
 	// DeleteRange also on the snapshot goroutine) so the cached bounds are
@@ -127,7 +129,8 @@ func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.disk.write("log append", func() error { return b.Commit(pebble.Sync) }); err != nil {
+	commit := func() error { return timed(s.meter, Meter.LogSynced, func() error { return b.Commit(pebble.Sync) }) }
+	if err := s.disk.write("log append", commit); err != nil {
 		return fmt.Errorf("raftstore: store logs %d..%d: %w", lo, hi, err)
 	}
 	if f := s.first.Load(); f == 0 || lo < f {

@@ -63,6 +63,8 @@ type Config struct {
 	Clock         Clock
 	Observer      Observer
 	Logger        *slog.Logger
+	// Meter, if set, hears how long the disk writes take (meter.go).
+	Meter Meter
 
 	// BootstrapServers is the first configuration of a cluster this node
 	// bootstraps, for clusters that start with several members (in-process
@@ -138,6 +140,7 @@ type Node struct {
 	// transferring is set while a leadership transfer asked for by a
 	// leader that cannot persist is under way.
 	transferring atomic.Bool
+	counts       nodeCounts // Counts (meter.go)
 
 	appliedMu sync.Mutex
 	appliedCh chan struct{} // closed and replaced after every applied batch
@@ -183,11 +186,11 @@ func (n *Node) open() error {
 	if n.logs, err = NewLogStore(n.db); err != nil {
 		return err
 	}
-	n.logs.disk = n.disk
+	n.logs.disk, n.logs.meter = n.disk, cfg.Meter
 	if n.fsm, err = newFSM(n.db, cfg.State, nodeObserver{n}); err != nil {
 		return err
 	}
-	n.fsm.disk = n.disk
+	n.fsm.disk, n.fsm.meter = n.disk, cfg.Meter
 	// Entries already in the log were proposed before this process began:
 	// applying them replays the past, whose messages no subscriber of this
 	// process may hear.
@@ -244,6 +247,10 @@ func (n *Node) open() error {
 	// so RAFT.REMOVE of the leader could wait forever. A removed node has no
 	// vote in its latest configuration, so it never starts an election.
 	rc.ShutdownOnRemove = false
+	// Raft reports some metrics twice, labelled with the peer and with the
+	// peer's id in the name (raft.replication.heartbeat.<id>): the second
+	// kind makes a metric name per peer, so only the labelled kind is kept.
+	rc.NoLegacyTelemetry = true
 	cache, err := raft.NewLogCache(4096, n.logs)
 	if err != nil {
 		return fmt.Errorf("raftstore: log cache: %w", err)
@@ -256,6 +263,8 @@ func (n *Node) open() error {
 	if n.raft, err = raft.NewRaft(rc, n.fsm, cache, n.logs, snaps, n.trans); err != nil {
 		return fmt.Errorf("raftstore: start raft: %w", err)
 	}
+	// Before any election can end: the first leader is counted too.
+	n.countLeaderChanges()
 	if !existing && cfg.Bootstrap {
 		if err := n.raft.BootstrapCluster(n.bootstrapConfiguration()).Error(); err != nil {
 			// Wait for raft's goroutines: Open closes the database next.
@@ -453,7 +462,19 @@ func (n *Node) Enqueue(e lockstate.Entry) (wait func() (lockstate.Result, error)
 	e.Time, e.Wall = n.cfg.Clock.Stamp()
 	e.MaxMemory = n.maxMemory.Load()
 	f := n.raft.Apply(e.Encode(nil), n.cfg.ApplyTimeout)
-	return func() (lockstate.Result, error) { return n.result(f) }, nil
+	n.counts.pending.Add(1)
+	var once sync.Once
+	return func() (lockstate.Result, error) {
+		res, err := n.result(f)
+		// Waited for once or many times, a proposal ends once.
+		once.Do(func() {
+			n.counts.pending.Add(-1)
+			if err != nil {
+				n.counts.failed.Add(1)
+			}
+		})
+		return res, err
+	}, nil
 }
 
 // SetMaxMemory sets the bound this node stamps into the entries it

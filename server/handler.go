@@ -130,8 +130,7 @@ func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 			cs.rejected.Add(1)
 		} else {
 			took := time.Since(start)
-			cs.calls.Add(1)
-			cs.usec.Add(took.Microseconds())
+			cs.ran(took)
 			if !skipsSlowlog(spec.Name) {
 				s.slowlog.record(c, args, took)
 			}

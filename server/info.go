@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"runtime"
@@ -22,7 +23,7 @@ const (
 	redisVersion = "7.4.0"
 )
 
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "keyspace", "raft"}
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "keyspace", "raft"}
 
 // extraSections are shown only when asked for by name, or by all/everything.
 var extraSections = []string{"commandstats", "errorstats"}
@@ -129,12 +130,32 @@ func (s *Server) infoSection(sec string) [][2]string {
 			{"disk_error", reason},
 		}
 	case "stats":
+		// expired_keys and expired_sessions: what deadlines ended in the
+		// entries this node applied.
+		st := s.stats.sinceReset()
 		return [][2]string{
 			{"total_connections_received", itoa(s.rs.Accepted())},
-			{"total_commands_processed", itoa(s.stats.commands.Load())},
-			{"total_error_replies", itoa(s.stats.errors.Load())},
-			{"total_pipelined_writes", itoa(s.stats.pipelinedWrites.Load())},
+			{"total_commands_processed", itoa(st.commands)},
+			{"total_error_replies", itoa(st.errors)},
+			{"total_pipelined_writes", itoa(st.pipelinedWrites)},
+			{"expired_keys", itoa(st.expiredKeys)},
+			{"expired_sessions", itoa(st.expiredSessions)},
 		}
+	case "replication":
+		// As ROLE says it: the leader is the master, every other node a
+		// replica of it, whose link is up while it hears from the leader
+		// (as /readyz counts it). redis_exporter labels its metrics with
+		// the role.
+		if s.node.IsLeader() {
+			return [][2]string{{"role", "master"}}
+		}
+		leader, _ := s.leaderAddr()
+		host, port, _ := net.SplitHostPort(leader)
+		link := "down"
+		if leader != "" && time.Since(s.node.Status().LastContact) <= readyContact {
+			link = "up"
+		}
+		return [][2]string{{"role", "slave"}, {"master_host", host}, {"master_port", port}, {"master_link_status", link}}
 	case "keyspace":
 		// Redis's db0 line counts every name (keys and held locks, which
 		// share one keyspace), and the keys with a deadline.
@@ -150,27 +171,22 @@ func (s *Server) infoSection(sec string) [][2]string {
 		return out
 	case "commandstats":
 		var out [][2]string
+		calls := s.stats.sinceReset().calls
 		for _, spec := range s.table.All() {
-			cs := s.stats.calls[spec.Name]
-			if n := cs.calls.Load(); n > 0 {
-				usec := cs.usec.Load()
+			if cs := calls[spec.Name]; cs.calls > 0 {
+				usec := cs.nsec / 1000
 				out = append(out, [2]string{"cmdstat_" + spec.Name, fmt.Sprintf("calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d",
-					n, usec, float64(usec)/float64(n), cs.rejected.Load(), cs.failed.Load())})
+					cs.calls, usec, float64(usec)/float64(cs.calls), cs.rejected, cs.failed)})
 			}
 		}
 		return out
 	case "errorstats":
-		s.stats.errMu.Lock()
-		codes := make([]string, 0, len(s.stats.errCode))
-		for code := range s.stats.errCode {
-			codes = append(codes, code)
-		}
-		slices.Sort(codes)
+		errCode := s.stats.sinceReset().errCode
+		codes := slices.Sorted(maps.Keys(errCode))
 		out := make([][2]string, 0, len(codes))
 		for _, code := range codes {
-			out = append(out, [2]string{"errorstat_" + code, fmt.Sprintf("count=%d", s.stats.errCode[code])})
+			out = append(out, [2]string{"errorstat_" + code, fmt.Sprintf("count=%d", errCode[code])})
 		}
-		s.stats.errMu.Unlock()
 		return out
 	case "raft":
 		st := s.node.Status()

@@ -22,6 +22,7 @@ func (s *Server) flock(c *resp.Conn, args [][]byte) resp.Value {
 		e.Wait = lockstate.NoWait
 		return s.proposeAhead(c, e, resultReply)
 	}
+	start := time.Now()
 	// Register before proposing: the grant may be applied before Propose
 	// returns.
 	id, answer := s.waits.register(r.Lock, r.Session, r.Owner)
@@ -43,13 +44,23 @@ func (s *Server) flock(c *resp.Conn, args [][]byte) resp.Value {
 	s.waits.queued(id, res.Int)
 	select {
 	case r := <-answer:
+		outcome := waitGranted
+		switch {
+		case r.Err != nil:
+			outcome = waitError
+		case r.Null:
+			outcome = waitTimedOut
+		}
+		s.waited(start, outcome)
 		return resultReply(r)
 	case <-c.Context().Done():
 		// The client is gone: take its request out of the queue so the lock
 		// is not handed to a connection that will never see it.
 		s.cancelWait(id)
+		s.waited(start, waitAbandoned)
 		return resp.Null()
 	case <-s.waits.done:
+		s.waited(start, waitShutdown)
 		return s.cancelAtShutdown(id, answer)
 	}
 }
@@ -79,6 +90,11 @@ func (s *Server) cancelAtShutdown(id uint64, answer <-chan lockstate.Result) res
 	case <-time.After(shutdownAnswer):
 		return errorReply(ErrShutdownUncertain)
 	}
+}
+
+// waited records a queued FLOCK's wait, from its command's start.
+func (s *Server) waited(start time.Time, outcome string) {
+	s.metrics.lockWait.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
 }
 
 // cancelWait takes a queued FLOCK out of its queue, through Raft like

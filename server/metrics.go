@@ -3,10 +3,13 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fenced/fenced/lockstate"
 )
@@ -59,21 +62,12 @@ func (s *Server) serveMetrics() (*http.Server, error) {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
-		st := s.node.Status()
-		leader := 0
-		if s.node.CanPropose() {
-			leader = 1
-		}
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		fmt.Fprintf(w, "# TYPE fenced_commands_total counter\nfenced_commands_total %d\n", s.stats.commands.Load())
-		fmt.Fprintf(w, "# TYPE fenced_command_errors_total counter\nfenced_command_errors_total %d\n", s.stats.errors.Load())
-		fmt.Fprintf(w, "# TYPE fenced_connections gauge\nfenced_connections %d\n", s.rs.NumConns())
-		fmt.Fprintf(w, "# TYPE fenced_raft_leader gauge\nfenced_raft_leader %d\n", leader)
-		fmt.Fprintf(w, "# TYPE fenced_raft_term gauge\nfenced_raft_term %d\n", st.Term)
-		fmt.Fprintf(w, "# TYPE fenced_raft_applied_index gauge\nfenced_raft_applied_index %d\n", st.Applied)
-		fmt.Fprintf(w, "# TYPE fenced_raft_commit_index gauge\nfenced_raft_commit_index %d\n", st.CommitIndex)
-	})
+	// GET (and HEAD) only: anything else is 405, with the methods allowed.
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{
+		// A collector that fails costs its own metrics, not the others'.
+		ErrorHandling: promhttp.ContinueOnError,
+		ErrorLog:      promLog{s.log},
+	}))
 	// Profiles, for finding what bounds throughput: only on loopback, since
 	// a profile costs CPU and tells what the process holds.
 	loopback := isLoopbackAddr(s.cfg.Metrics)
@@ -105,3 +99,8 @@ func newMetricsServer(h http.Handler, loopback bool) *http.Server {
 		MaxHeaderBytes:    16 << 10,
 	}
 }
+
+// promLog logs what the Prometheus handler reports (a collector's error).
+type promLog struct{ log *slog.Logger }
+
+func (l promLog) Println(v ...any) { l.log.Warn("metrics: " + fmt.Sprint(v...)) }

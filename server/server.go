@@ -12,7 +12,10 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/internal/raftmetrics"
 	"github.com/fenced/fenced/lockstate"
 	"github.com/fenced/fenced/raftstore"
 	"github.com/fenced/fenced/resp"
@@ -51,6 +54,7 @@ type Server struct {
 	auth    authenticator // who a connection is, what it may run (auth.go)
 	users   userCache     // the replicated ACL users (acl.go)
 	aclLog  aclLog        // this node's ACL refusals, for ACL LOG
+	metrics *metrics      // /metrics (prometheus.go)
 }
 
 // Start opens the node and starts serving clients on cfg.Listen and
@@ -84,6 +88,17 @@ func Start(cfg Config) (*Server, error) {
 	// The ticker exists before the node: the node reports applied entries
 	// (Applied kicks the ticker) from the moment it opens.
 	s.ticker = session.NewTicker(tickerNode{s}, s.clock, cfg.Logger)
+	var raftSink prometheus.Collector
+	if cfg.Metrics != "" {
+		// hashicorp/raft's own metrics go to a process-wide sink
+		// (raftmetrics.Install says why); without --metrics, nowhere.
+		sink, err := raftmetrics.Install()
+		if err != nil {
+			return nil, fmt.Errorf("server: raft metrics: %w", err)
+		}
+		raftSink = sink
+	}
+	s.metrics = s.newMetrics(raftSink)
 	var peerTLS *raftstore.PeerTLS
 	if cfg.PeerCertFile != "" {
 		if peerTLS, err = raftstore.LoadPeerTLS(cfg.PeerCertFile, cfg.PeerKeyFile, cfg.PeerCAFile); err != nil {
@@ -97,7 +112,7 @@ func Start(cfg Config) (*Server, error) {
 		ID: cfg.ID, RaftAddr: cfg.RaftAddr, RaftAdvertise: cfg.RaftAdvertise, Dir: cfg.Data, Bootstrap: cfg.Bootstrap && cfg.Join == "",
 		State: cfg.State, Clock: s.clock, Observer: s, Logger: cfg.Logger, PeerTLS: peerTLS,
 		SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs, MaxMemory: cfg.MaxMemory,
-		DiskReserve: cfg.DiskReserve,
+		DiskReserve: cfg.DiskReserve, Meter: s.metrics,
 	})
 	if err != nil {
 		s.closeListeners()
@@ -194,6 +209,7 @@ func (s *Server) TLSAddr() net.Addr {
 // FLOCKs, wakes BLPOPs, delivers messages and wakes the ticker.
 func (s *Server) Applied(t int64, ev lockstate.Events) {
 	s.clock.Observe(t)
+	s.stats.countExpired(ev.Expired)
 	if ev.UsersChanged {
 		s.users.reload()
 	}
