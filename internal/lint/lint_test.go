@@ -37,7 +37,9 @@ var rules = []struct {
 		"the state machine: pure and deterministic, no clock, no randomness, no raft or pebble"},
 	{"session", []string{"internal/ms", "internal/plant", "reply"}, nil,
 		"the leader's side of sessions (clock, ticks, new ids and TTLs), not the state machine nor the wire"},
-	{"cmd/fenced", []string{"server"}, nil, "main parses flags and calls the server package"},
+	{"cmd/fenced", []string{"server", "ctl"}, nil, "main parses flags and calls the server package (or ctl, the admin CLI)"},
+	{"ctl", []string{"client", "github.com/redis/go-redis/v9"}, nil,
+		"the admin CLI is a client of the nodes' client ports: no server package, so it says only what a remote client can see"},
 	{"client", []string{"github.com/redis/go-redis/v9"}, nil, "the Go client: go-redis and the standard library only, no server package, so users import it alone"},
 	{"fencing", nil, nil, "the resource side of a token: the standard library only (database/sql without a driver, net/http), so any driver and router fit"},
 }
@@ -138,6 +140,7 @@ func TestImportRulesCatch(t *testing.T) {
 		"internal/glob": nil, "acl": {"crypto/sha256", module + "/commands", module + "/internal/glob"},
 		"fencing": {"database/sql", "net/http"},
 		"client":  {"context", "github.com/redis/go-redis/v9/maintnotifications"},
+		"ctl":     {"os/exec", module + "/client", "github.com/redis/go-redis/v9"},
 	}
 	isStd := func(imp string) bool { return !strings.Contains(imp, ".") }
 	if bad := check(ok, isStd); len(bad) != 0 {
@@ -154,6 +157,7 @@ func TestImportRulesCatch(t *testing.T) {
 		{"cmd/fenced", module + "/lockstate", "cmd/fenced imports lockstate"},
 		{"fencing", "github.com/lib/pq", "fencing imports github.com/lib/pq"},
 		{"client", module + "/lockstate", "client imports lockstate"},
+		{"ctl", module + "/server", "ctl imports server"},
 	} {
 		g := map[string][]string{}
 		for k, v := range ok {
