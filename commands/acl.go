@@ -88,7 +88,7 @@ var groups = map[string]Cats{
 	"cluster": CatConnection, "ping": CatConnection, "echo": CatConnection, "auth": CatConnection,
 	"hello": CatConnection, "select": CatConnection, "quit": CatConnection, "reset": CatConnection,
 	"client": CatConnection, "command": CatConnection, "info": CatConnection, "time": CatConnection,
-	"role": CatConnection, "acl": CatConnection, "config": CatAdmin, "slowlog": CatAdmin,
+	"role": CatConnection, "acl": CatConnection, "config": CatAdmin, "slowlog": CatAdmin, "latency": CatAdmin,
 }
 
 // slow are the commands whose work grows with their input or the state

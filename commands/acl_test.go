@@ -33,7 +33,7 @@ func TestEveryCommandHasAGroup(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"raft.snapshot", "raft.status", "raft.hash", "raft.backup", "raft.join", "raft.remove", "raft.transfer",
-		"raft.propose", "raft.link", "raft.user", "lock.forceunlock", "session.list", "keys", "config", "slowlog"} {
+		"raft.propose", "raft.link", "raft.user", "lock.forceunlock", "session.list", "keys", "config", "slowlog", "latency"} {
 		if !admin[name] {
 			t.Errorf("%s is not admin", name)
 		}

@@ -211,6 +211,7 @@ func New() *Table {
 		{"time", 1, Conn},
 		{"role", 1, Conn},
 		{"slowlog", -2, Conn | Admin},
+		{"latency", -2, Conn | Admin},
 		{"config", -2, Conn | Admin},
 		{"acl", -2, Conn},
 	}

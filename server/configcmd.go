@@ -67,6 +67,7 @@ func configParams() map[string]configParam {
 		"save":                       fixed(""),
 		"databases":                  fixed("1"),
 		"notify-keyspace-events":     fixed(""),
+		"latency-monitor-threshold":  fixed("0"), // LATENCY: see latency.go
 		"timeout":                    {get: func(s *Server) string { return strconv.FormatInt(int64(s.cfg.IdleTimeout.Seconds()), 10) }},
 		"maxclients":                 {get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxConns) }},
 		"proto-max-bulk-len":         {get: func(s *Server) string { return strconv.Itoa(s.cfg.Limits.MaxBulk) }},

@@ -73,6 +73,7 @@ func (s *Server) nativeHandlers() map[string]handlerFunc {
 		"role":              s.role,
 		"config":            s.configCmd,
 		"slowlog":           s.slowlogCmd,
+		"latency":           s.latencyCmd,
 		"blpop":             s.blpop,
 		"publish":           s.publish,
 		"subscribe":         s.subscribe,

@@ -169,7 +169,7 @@ func TestHelpSubcommands(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, nodeOpts{})
 	c := n.client(t)
-	for _, cmd := range []string{"CLIENT", "COMMAND", "CONFIG", "SLOWLOG", "SCRIPT", "ACL", "CLUSTER"} {
+	for _, cmd := range []string{"CLIENT", "COMMAND", "CONFIG", "SLOWLOG", "SCRIPT", "ACL", "CLUSTER", "LATENCY"} {
 		_, err := do(tctx(t), c, cmd, "BOGUSSUB")
 		if err == nil || !strings.Contains(err.Error(), "Try "+cmd+" HELP.") {
 			t.Logf("%s BOGUSSUB: %v (no HELP offered)", cmd, err)
@@ -179,6 +179,47 @@ func TestHelpSubcommands(t *testing.T) {
 		lines, _ := v.([]any)
 		if err != nil || len(lines) < 3 || !strings.HasPrefix(fmt.Sprint(lines[0]), cmd+" <subcommand>") {
 			t.Errorf("%s HELP, offered by its error: %v, %v", cmd, v, err)
+		}
+	}
+}
+
+// LATENCY answers as Redis does with its latency monitor off, which is
+// what fenced keeps: tools that poll LATENCY LATEST (redis_exporter) get an
+// empty answer, not an error.
+func TestLatency(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOpts{})
+	c := n.client(t)
+	for _, tc := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"LATENCY", "LATEST"}, "[]"},
+		{[]any{"LATENCY", "HISTORY", "command"}, "[]"},
+		{[]any{"LATENCY", "RESET"}, "0"},
+		{[]any{"LATENCY", "RESET", "command", "fork"}, "0"},
+		{[]any{"CONFIG", "GET", "latency-monitor-threshold"}, "map[latency-monitor-threshold:0]"},
+	} {
+		v, err := do(tctx(t), c, tc.args...)
+		if err != nil || fmt.Sprint(v) != tc.want {
+			t.Errorf("%v = %v, %v; want %s", tc.args, v, err, tc.want)
+		}
+	}
+	if s := mustStr(t, c, "LATENCY", "DOCTOR"); !strings.Contains(s, "disabled") {
+		t.Errorf("LATENCY DOCTOR = %q", s)
+	}
+	for _, tc := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"LATENCY"}, "ERR wrong number of arguments for 'latency' command"},
+		{[]any{"LATENCY", "LATEST", "x"}, "ERR wrong number of arguments for 'latency|latest' command"},
+		{[]any{"LATENCY", "HISTORY"}, "ERR wrong number of arguments for 'latency|history' command"},
+		{[]any{"LATENCY", "FOO"}, "ERR unknown subcommand 'FOO'. Try LATENCY HELP."},
+		{[]any{"CONFIG", "SET", "latency-monitor-threshold", "100"}, "ERR"},
+	} {
+		if _, err := do(tctx(t), c, tc.args...); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
 		}
 	}
 }
