@@ -145,3 +145,32 @@ func TestRedisCliBigkeys(t *testing.T) {
 		}
 	}
 }
+
+// INFO cpu is the node's own CPU time, as Redis reports its own: it grows
+// with work, and the default INFO includes it.
+func TestInfoCPU(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOpts{})
+	c := n.client(t)
+	cpu := func() float64 {
+		u, err := strconv.ParseFloat(infoField(t, c, "cpu", "used_cpu_user"), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := strconv.ParseFloat(infoField(t, c, "cpu", "used_cpu_sys"), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u + s
+	}
+	before := cpu()
+	for i := range 2000 {
+		mustStr(t, c, "SET", fmt.Sprintf("cpu%d", i), "v")
+	}
+	if after := cpu(); after <= before {
+		t.Errorf("used CPU %.6f s after 2,000 writes, %.6f s before", after, before)
+	}
+	if all := mustStr(t, c, "INFO"); !strings.Contains(all, "# Cpu\r\nused_cpu_sys:") {
+		t.Errorf("the default INFO has no cpu section:\n%s", all)
+	}
+}
