@@ -193,7 +193,7 @@ func New() *Table {
 		{"raft.transfer", -1, Write | Leader | Admin},
 		// Node to node: a follower forwards an entry to the leader over a
 		// link connection, marked by RAFT.LINK so it is never forwarded on.
-		{"raft.propose", 2, Write | Admin | Peer},
+		{"raft.propose", 2, Write | Ahead | Admin | Peer},
 		{"raft.link", 2, Admin | Conn | Peer},
 		{"raft.user", 2, Admin | Conn | Peer},
 		{"cluster", -2, Conn},

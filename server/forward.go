@@ -82,12 +82,13 @@ func linkOf(c *resp.Conn) string {
 	return ""
 }
 
-// forwarder keeps idle link connections to the leader's peer channel (its
+// forwarder keeps link connections to the leader's peer channel (its
 // Raft address, authenticated like Raft's own connections: no client can
-// open one). A link carries one request at a time, so each forwarded
-// request keeps the order of the client connection it came from (that
-// connection's commands run one after another), and a blocked client holds
-// up only its own link.
+// open one): one shared link per leader for proposals (propose), where
+// many are in flight at once, and idle links for reads and membership
+// commands (do), each carrying one request at a time so that a slow one
+// holds up only its own. A client connection's commands run one after
+// another, so either way each keeps its order.
 type forwarder struct {
 	self string // this node's id, sent in RAFT.LINK
 	// dial opens a link to a node's Raft address (raftstore's DialPeer).
@@ -96,10 +97,77 @@ type forwarder struct {
 
 	mu   sync.Mutex
 	idle map[string][]*resp.Client
+
+	// muxes holds one shared link per leader for RAFT.PROPOSE (propose):
+	// dialled under muxMu, so that callers arriving together share one.
+	muxMu sync.Mutex
+	muxes map[string]*resp.Mux
 }
 
 func newForwarder(self string) *forwarder {
-	return &forwarder{self: self, idle: make(map[string][]*resp.Client)}
+	return &forwarder{self: self, idle: make(map[string][]*resp.Client), muxes: make(map[string]*resp.Mux)}
+}
+
+// propose sends RAFT.PROPOSE to the leader at addr over the shared link,
+// where many clients' proposals are in flight at once and share writes on
+// both sides (the leader runs them ahead, in order: RunsAhead). Errors are
+// those of do. A shared link found broken before anything was written is
+// replaced once.
+func (f *forwarder) propose(ctx context.Context, addr string, timeout time.Duration, entry []byte) (resp.Value, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		m, fresh, err := f.mux(ctx, addr)
+		if err != nil {
+			return resp.Value{}, fmt.Errorf("%w: %v", resp.ErrNotSent, err)
+		}
+		v, err := m.Do(ctx, []byte("RAFT.PROPOSE"), entry)
+		if err == nil || fresh || !errors.Is(err, resp.ErrNotSent) || ctx.Err() != nil {
+			return v, err
+		}
+	}
+}
+
+// mux returns the shared link to addr, dialling a new one when there is
+// none or it broke; fresh tells which.
+func (f *forwarder) mux(ctx context.Context, addr string) (m *resp.Mux, fresh bool, err error) {
+	f.muxMu.Lock()
+	defer f.muxMu.Unlock()
+	if m := f.muxes[addr]; m != nil && !m.Broken() {
+		return m, false, nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	nc, err := f.dial(dctx, addr)
+	cancel()
+	if err != nil {
+		return nil, false, err
+	}
+	m = resp.NewMux(nc, resp.DefaultReplyLimits())
+	if err := f.handshake(ctx, m.Do); err != nil {
+		m.Close()
+		return nil, false, err
+	}
+	if old := f.muxes[addr]; old != nil {
+		old.Close()
+	}
+	f.muxes[addr] = m
+	return m, true, nil
+}
+
+// handshake makes a new connection a link: RESP3 replies keep their types
+// (maps, nulls) for relaying in either protocol; RAFT.LINK stops the
+// leader from forwarding them on.
+func (f *forwarder) handshake(ctx context.Context, do func(context.Context, ...[]byte) (resp.Value, error)) error {
+	for _, args := range [][][]byte{{[]byte("HELLO"), []byte("3")}, {[]byte("RAFT.LINK"), []byte(f.self)}} {
+		v, err := do(ctx, args...)
+		if err == nil && v.IsError() {
+			err = fmt.Errorf("%s: %s", args[0], v.Text())
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // do sends args to the node at addr and returns its reply. Errors wrap
@@ -166,17 +234,9 @@ func (f *forwarder) get(ctx context.Context, addr string, fresh bool) (c *resp.C
 		return nil, false, err
 	}
 	c = resp.NewClient(nc, resp.DefaultReplyLimits())
-	// RESP3 replies keep their types (maps, nulls) for relaying in either
-	// protocol; RAFT.LINK stops the leader from forwarding them on.
-	for _, args := range [][][]byte{{[]byte("HELLO"), []byte("3")}, {[]byte("RAFT.LINK"), []byte(f.self)}} {
-		v, err := c.Do(ctx, args...)
-		if err == nil && v.IsError() {
-			err = fmt.Errorf("%s: %s", args[0], v.Text())
-		}
-		if err != nil {
-			c.Close()
-			return nil, false, err
-		}
+	if err := f.handshake(ctx, c.Do); err != nil {
+		c.Close()
+		return nil, false, err
 	}
 	return c, false, nil
 }
@@ -191,16 +251,22 @@ func (f *forwarder) put(addr string, c *resp.Client) {
 	f.idle[addr] = append(f.idle[addr], c)
 }
 
-// close drops every idle link.
+// close drops every idle link and every shared one.
 func (f *forwarder) close() {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	for addr, l := range f.idle {
 		for _, c := range l {
 			c.Close()
 		}
 		delete(f.idle, addr)
 	}
+	f.mu.Unlock()
+	f.muxMu.Lock()
+	for addr, m := range f.muxes {
+		m.Close()
+		delete(f.muxes, addr)
+	}
+	f.muxMu.Unlock()
 }
 
 // leaderPeer returns the peer (Raft) address of the leader when it is
@@ -247,7 +313,7 @@ func (s *Server) submit(ctx context.Context, e lockstate.Entry) (lockstate.Resul
 	if addr == "" {
 		return s.node.Propose(ctx, e)
 	}
-	v, err := s.fwd.do(ctx, addr, proposeTimeout, []byte("RAFT.PROPOSE"), e.Encode(nil))
+	v, err := s.fwd.propose(ctx, addr, proposeTimeout, e.Encode(nil))
 	switch {
 	case errors.Is(err, resp.ErrNotSent):
 		return lockstate.Result{}, fmt.Errorf("%w: %v", ErrLeaderUnreachable, err)

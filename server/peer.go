@@ -61,11 +61,19 @@ func (s *Server) raftPropose(c *resp.Conn, args [][]byte) resp.Value {
 	if err := s.checkForwarded(&e, linkOf(c)); err != nil {
 		return errorReply(err)
 	}
-	res, err := s.node.Propose(c.Context(), e)
+	// Enqueued now and answered when committed, so that the RAFT.PROPOSEs
+	// behind it on the link join the same commit (RunsAhead).
+	wait, err := s.node.Enqueue(e)
 	if err != nil {
 		return errorReply(err)
 	}
-	return resp.Bulk(res.Encode(nil))
+	return resp.Later(func() resp.Value {
+		res, err := wait()
+		if err != nil {
+			return errorReply(err)
+		}
+		return resp.Bulk(res.Encode(nil))
+	})
 }
 
 // checkForwarded holds a forwarded entry to what a node proposes for its

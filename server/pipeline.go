@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/fenced/fenced/commands"
 	"github.com/fenced/fenced/lockstate"
 	"github.com/fenced/fenced/resp"
 )
@@ -22,7 +23,14 @@ func (s *Server) RunsAhead(c *resp.Conn, args [][]byte) bool {
 	if !ok || !spec.RunsAhead(args) {
 		return false
 	}
-	return fromClient(c) && s.pubsub.subscribed(c) == 0 && s.start.settled.Load() && s.node.CanPropose()
+	// A forwarding link runs its RAFT.PROPOSEs ahead, many clients' writes
+	// in flight on one connection (forwarder.propose); a client's
+	// connection its own writes, in its normal mode.
+	from := fromClient(c) && s.pubsub.subscribed(c) == 0
+	if spec.Has(commands.Peer) {
+		from = !fromClient(c)
+	}
+	return from && s.start.settled.Load() && s.node.CanPropose()
 }
 
 // proposeAhead commits e and answers reply(result): on the leader with a
