@@ -42,8 +42,9 @@ func TestBehaviourFlags(t *testing.T) {
 		}
 	}
 	// PUBLISH answers with its receivers once delivered, so it waits for
-	// its commit instead of running ahead.
-	want := append([]string{"session.open", "session.heartbeat", "session.kill", "funlock", "lock.forceunlock", "flock"},
+	// its commit instead of running ahead. RAFT.PROPOSE runs ahead on a
+	// forwarding link, where many clients' proposals share it.
+	want := append([]string{"session.open", "session.heartbeat", "session.kill", "funlock", "lock.forceunlock", "flock", "raft.propose"},
 		slices.DeleteFunc(slices.Clone(keyspaceWrites), func(n string) bool { return n == "publish" })...)
 	slices.Sort(want)
 	if got := names(tab, func(s *Spec) bool { return s.Has(Ahead) }); !slices.Equal(got, want) {
@@ -111,7 +112,8 @@ func TestSpecRunsAhead(t *testing.T) {
 		{"session.info id", false},
 		{"raft.join a b c", false},
 		{"raft.transfer", false},
-		{"raft.propose e", false},
+		{"raft.propose e", true},
+		{"raft.propose", false}, // the arity does not fit
 		{"ping", false},
 	} {
 		a := args(tc.line)
