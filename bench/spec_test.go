@@ -42,8 +42,9 @@ func TestRatio(t *testing.T) {
 // out as not measured, never as met.
 func synthetic() *report {
 	return &report{Steps: []stepResult{
-		{Workload: "uncontended", Series: "fenced-3", Clients: 64, PerSec: 25000, Cycles: 1, Samples: 1},
-		{Workload: "uncontended", Series: "etcd-3", Clients: 64, PerSec: 2000, Cycles: 1, Samples: 1},
+		{Workload: "uncontended", Series: "fenced-3", Clients: 64, PerSec: 25000, Cycles: 1, Samples: 1, ServerCPUPerCycleUs: ptr(50),
+			ServerCPUPerProcess: []procCPU{{Name: "n1 leader", PerCycleUs: ptr(30)}, {Name: "n2", PerCycleUs: ptr(10)}, {Name: "n3", PerCycleUs: ptr(10)}}},
+		{Workload: "uncontended", Series: "etcd-3", Clients: 64, PerSec: 2000, Cycles: 1, Samples: 1, ServerCPUPerCycleUs: ptr(500)},
 		{Workload: "uncontended", Series: "fenced-3-secure", Clients: 64, PerSec: 20000, Cycles: 1, Samples: 1},
 		{Workload: "uncontended", Series: "fenced-3", Clients: 1, PerSec: 2000, Cycles: 1, Samples: 1, P50Ms: 0.9},
 		{Workload: "uncontended", Series: "fenced-3 redsync", Clients: 1, PerSec: 1500, Cycles: 1, Samples: 1},
