@@ -195,7 +195,7 @@ func run() error {
 		b := &bench{cfg: cfg, tmp: tmp, runID: strconv.FormatInt(time.Now().UnixNano(), 36),
 			rep: &report{Machine: machineInfo(), Settings: cfg.settings()}}
 		b.runAll(ctx)
-		b.rep.Checks = specChecks(b.rep, cfg.rate, cfg.scale, cfg.hb)
+		b.rep.Checks = specChecks(b.rep, cfg.rate, cfg.scale, cfg.hb, cfg.fencedVia)
 		b.rep.markdown(os.Stdout)
 		reps = append(reps, b.rep)
 	}
