@@ -94,9 +94,9 @@ func (b *bench) describe(t string) targetStatus {
 	case "fenced-1":
 		s.Desc = "fenced, 1 node, " + b.cfg.bin
 	case "fenced-3":
-		s.Desc = fmt.Sprintf("fenced, 3 nodes (clients connect to %s), %s", map[string]string{"all": "every node in turn", "leader": "the leader"}[b.cfg.fencedVia], b.cfg.bin)
+		s.Desc = fmt.Sprintf("fenced, 3 nodes (%s), %s", connectDesc(b.cfg.connect), b.cfg.bin)
 	case "fenced-3-secure":
-		s.Desc = fmt.Sprintf("fenced-3 with peer mutual TLS, clients over TLS and an ACL user (clients connect to %s)", map[string]string{"all": "every node in turn", "leader": "the leader"}[b.cfg.fencedVia])
+		s.Desc = fmt.Sprintf("fenced-3 with peer mutual TLS, clients over TLS and an ACL user (%s)", connectDesc(b.cfg.connect))
 	case "redis", "redis-aof":
 		bin := lookBinary(b.cfg.redisBin, "redis-server")
 		if bin == "" {
@@ -118,6 +118,14 @@ func (b *bench) describe(t string) targetStatus {
 		s.Desc = "etcd, 3 members, concurrency.Mutex (client v3.5), every client given all endpoints"
 	}
 	return s
+}
+
+// connectDesc says where fenced-3's clients connect.
+func connectDesc(connect string) string {
+	if connect == "leader" {
+		return "--connect leader: every client at the leader"
+	}
+	return "--connect all: client i at node i mod 3, as etcd's client spreads them; followers forward"
 }
 
 // runTarget starts one target, runs workloads a-c on each of its paths and
@@ -154,7 +162,7 @@ func (b *bench) runTarget(ctx context.Context, t string) {
 		}
 		procs = c.serverProcs(l)
 		addrs := c.addrs()
-		if b.cfg.fencedVia == "leader" {
+		if b.cfg.connect == "leader" {
 			addrs = []string{l.work}
 		}
 		paths = []lockPath{
