@@ -154,6 +154,18 @@ func (c *etcdCluster) endpoints() []string {
 	return out
 }
 
+// serverProcs are the running members for the steps' CPU readings, as
+// fencedCluster's.
+func (c *etcdCluster) serverProcs(leader *etcdMember) []serverProc {
+	var out []serverProc
+	for _, m := range c.members {
+		if m.proc.running() {
+			out = append(out, serverProc{name: leaderMark(m.name, m == leader), pid: m.proc.pid()})
+		}
+	}
+	return out
+}
+
 func (c *etcdCluster) stop() {
 	for _, m := range c.members {
 		m.proc.stop(5 * time.Second)

@@ -290,6 +290,26 @@ func (c *fencedCluster) pids() []int {
 	return out
 }
 
+// serverProcs are the running nodes for the steps' CPU readings, by id
+// with the leader marked: its share differs from the followers'.
+func (c *fencedCluster) serverProcs(leader *fencedNode) []serverProc {
+	var out []serverProc
+	for _, n := range c.nodes {
+		if n.proc.running() {
+			out = append(out, serverProc{name: leaderMark(n.id, n == leader), pid: n.proc.pid()})
+		}
+	}
+	return out
+}
+
+// leaderMark is a node's name in the CPU split: "n1 leader", "n2".
+func leaderMark(id string, leader bool) string {
+	if leader {
+		return id + " leader"
+	}
+	return id
+}
+
 // stop shuts every node down and removes the data.
 func (c *fencedCluster) stop() {
 	for _, n := range c.nodes {

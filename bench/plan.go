@@ -94,9 +94,9 @@ func (b *bench) describe(t string) targetStatus {
 	case "fenced-1":
 		s.Desc = "fenced, 1 node, " + b.cfg.bin
 	case "fenced-3":
-		s.Desc = fmt.Sprintf("fenced, 3 nodes (clients connect to %s), %s", map[string]string{"all": "every node in turn", "leader": "the leader"}[b.cfg.fencedVia], b.cfg.bin)
+		s.Desc = fmt.Sprintf("fenced, 3 nodes (%s), %s", connectDesc(b.cfg.connect), b.cfg.bin)
 	case "fenced-3-secure":
-		s.Desc = fmt.Sprintf("fenced-3 with peer mutual TLS, clients over TLS and an ACL user (clients connect to %s)", map[string]string{"all": "every node in turn", "leader": "the leader"}[b.cfg.fencedVia])
+		s.Desc = fmt.Sprintf("fenced-3 with peer mutual TLS, clients over TLS and an ACL user (%s)", connectDesc(b.cfg.connect))
 	case "redis", "redis-aof":
 		bin := lookBinary(b.cfg.redisBin, "redis-server")
 		if bin == "" {
@@ -120,6 +120,14 @@ func (b *bench) describe(t string) targetStatus {
 	return s
 }
 
+// connectDesc says where fenced-3's clients connect.
+func connectDesc(connect string) string {
+	if connect == "leader" {
+		return "--connect leader: every client at the leader"
+	}
+	return "--connect all: client i at node i mod 3, as etcd's client spreads them; followers forward"
+}
+
 // runTarget starts one target, runs workloads a-c on each of its paths and
 // stops it.
 func (b *bench) runTarget(ctx context.Context, t string) {
@@ -132,6 +140,7 @@ func (b *bench) runTarget(ctx context.Context, t string) {
 	progress("%s: starting", t)
 	var paths []lockPath
 	var nodes []*fencedNode // profiled with --pprof
+	var procs []serverProc  // whose CPU each step measures
 	wait := time.Duration(b.cfg.waitMs) * time.Millisecond
 	switch t {
 	case "fenced-1", "fenced-3", "fenced-3-secure":
@@ -144,14 +153,16 @@ func (b *bench) runTarget(ctx context.Context, t string) {
 		}
 		defer c.stop()
 		nodes = c.nodes
+		// The leader is known for every target: the CPU split names it.
+		l, err := c.waitLeader(ctx)
+		if err != nil {
+			status.Failed = err.Error()
+			b.fail("%s: %v", t, err)
+			return
+		}
+		procs = c.serverProcs(l)
 		addrs := c.addrs()
-		if b.cfg.fencedVia == "leader" {
-			l, err := c.waitLeader(ctx)
-			if err != nil {
-				status.Failed = err.Error()
-				b.fail("%s: %v", t, err)
-				return
-			}
+		if b.cfg.connect == "leader" {
 			addrs = []string{l.work}
 		}
 		paths = []lockPath{
@@ -166,6 +177,7 @@ func (b *bench) runTarget(ctx context.Context, t string) {
 			return
 		}
 		defer r.stop()
+		procs = []serverProc{{name: "redis-server", pid: r.proc.pid()}}
 		addrs := []string{r.addr}
 		// The open-loop step runs on fenced, durable redis and etcd:
 		// redis without persistence is no peer for a 5,000/s durable load.
@@ -178,22 +190,29 @@ func (b *bench) runTarget(ctx context.Context, t string) {
 			return
 		}
 		defer c.stop()
+		l, err := c.waitLeader(ctx)
+		if err != nil {
+			status.Failed = err.Error()
+			b.fail("%s: %v", t, err)
+			return
+		}
+		procs = c.serverProcs(l)
 		eps := c.endpoints()
 		paths = []lockPath{{series: t, path: "mutex", solo: etcdMutex(eps, opTimeout), queue: etcdMutex(eps, opTimeout+wait), openLoop: true}}
 	}
-	b.runPaths(ctx, t, paths, nodes)
+	b.runPaths(ctx, t, paths, nodes, procs)
 }
 
 // runPaths runs workloads a, b and c on a started target's paths.
-func (b *bench) runPaths(ctx context.Context, target string, paths []lockPath, nodes []*fencedNode) {
+func (b *bench) runPaths(ctx context.Context, target string, paths []lockPath, nodes []*fencedNode, procs []serverProc) {
 	add := func(p lockPath, r stepResult) {
 		r.Series, r.Target, r.Path = p.series, target, p.path
 		first := ""
 		if r.FirstError != "" {
 			first = " (first: " + firstLine(r.FirstError) + ")"
 		}
-		progress("%s %s, %d workers: %.0f/s, acquire p50 %.3f ms p99 %.3f ms, %d errors%s", r.Workload, r.Series, r.Clients,
-			r.PerSec, r.P50Ms, r.P99Ms, r.Errors, first)
+		progress("%s %s, %d workers: %.0f/s, acquire p50 %.3f ms p99 %.3f ms, server CPU %s, %d errors%s", r.Workload, r.Series, r.Clients,
+			r.PerSec, r.P50Ms, r.P99Ms, r.serverCPUText(), r.Errors, first)
 		b.rep.Steps = append(b.rep.Steps, r)
 	}
 	key := func(p lockPath, workload string, n int) string {
@@ -207,7 +226,7 @@ func (b *bench) runPaths(ctx context.Context, target string, paths []lockPath, n
 				}
 				b.profileStep(ctx, nodes, fmt.Sprintf("uncontended-%s-%d", p.series, n))
 				add(p, runClosed(ctx, closedSpec{workload: "uncontended", clients: n, key: key(p, "u", n),
-					warmup: b.cfg.warmup, measure: b.cfg.duration}, p.solo))
+					warmup: b.cfg.warmup, measure: b.cfg.duration, procs: procs}, p.solo))
 			}
 		}
 	}
@@ -218,7 +237,7 @@ func (b *bench) runPaths(ctx context.Context, target string, paths []lockPath, n
 			}
 			b.profileStep(ctx, nodes, "contended-"+p.series)
 			add(p, runClosed(ctx, closedSpec{workload: "contended", clients: contendedClients, shared: true,
-				key: key(p, "c", contendedClients), warmup: b.cfg.warmup, measure: b.cfg.duration}, p.queue))
+				key: key(p, "c", contendedClients), warmup: b.cfg.warmup, measure: b.cfg.duration, procs: procs}, p.queue))
 		}
 	}
 	if b.wants("openloop") {
@@ -228,7 +247,7 @@ func (b *bench) runPaths(ctx context.Context, target string, paths []lockPath, n
 			}
 			b.profileStep(ctx, nodes, "openloop-"+p.series)
 			add(p, runOpenLoop(ctx, openSpec{rate: b.cfg.rate, workers: b.cfg.openPool, key: key(p, "o", b.cfg.openPool),
-				warmup: b.cfg.warmup, measure: b.cfg.duration, grace: openLoopGrace}, p.solo))
+				warmup: b.cfg.warmup, measure: b.cfg.duration, grace: openLoopGrace, procs: procs}, p.solo))
 		}
 	}
 }

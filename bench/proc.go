@@ -256,26 +256,82 @@ func waitFor(ctx context.Context, what string, timeout, interval time.Duration, 
 	}
 }
 
-// machineBusy measures how busy the whole machine's CPUs are between from
-// and to: the servers, the load generator and the kernel's network work
-// together, as a fraction of all cores (1 = every core busy all the time).
-// A target bounded by the machine rather than by its own design shows as a
-// step near 1. The result is read after to; it is negative when /proc/stat
-// could not be read or the window was cut short.
-func machineBusy(ctx context.Context, from, to time.Time) func() float64 {
-	out := make(chan float64, 1)
+// serverProc is one server process of a target whose CPU the steps
+// measure: a fenced node, redis-server or an etcd member.
+type serverProc struct {
+	name string // "n1 leader", "redis-server", "e2"
+	pid  int
+}
+
+// windowUse is what one step's measured window cost.
+type windowUse struct {
+	// busy is the share of all the machine's cores in use (1 = every core
+	// busy all the time): the servers, the load generator and the kernel's
+	// network work together. A target bounded by the machine rather than by
+	// its own design shows as a step near 1. Negative when unknown.
+	busy float64
+	// procs is each server process's CPU (user+system), in the order
+	// given; nil when unknown.
+	procs []time.Duration
+}
+
+// measureWindow samples /proc/stat and every server process's CPU at from
+// and again at to, the instants that bound a step's measured window, so
+// the figures cover the cycles the step counts and not its warm-up. The
+// result is read after to; figures that could not be read, or a window cut
+// short, come back unknown.
+func measureWindow(ctx context.Context, from, to time.Time, pids []int) func() windowUse {
+	out := make(chan windowUse, 1)
 	go func() {
 		sleepCtx(ctx, time.Until(from))
-		b0, t0, err0 := cpuJiffies()
+		b0, t0, errM0 := cpuJiffies()
+		p0, errP0 := procsCPU(pids)
 		sleepCtx(ctx, time.Until(to))
-		b1, t1, err1 := cpuJiffies()
-		if err0 != nil || err1 != nil || ctx.Err() != nil || t1 <= t0 {
-			out <- -1
+		b1, t1, errM1 := cpuJiffies()
+		p1, errP1 := procsCPU(pids)
+		u := windowUse{busy: -1}
+		if ctx.Err() != nil {
+			out <- u
 			return
 		}
-		out <- float64(b1-b0) / float64(t1-t0)
+		if errM0 == nil && errM1 == nil && t1 > t0 {
+			u.busy = float64(b1-b0) / float64(t1-t0)
+		}
+		if errP0 == nil && errP1 == nil {
+			u.procs = cpuDeltas(p0, p1)
+		}
+		out <- u
 	}()
-	return func() float64 { return <-out }
+	return func() windowUse { return <-out }
+}
+
+// procsCPU is cpuTime of every pid, in order.
+func procsCPU(pids []int) ([]time.Duration, error) {
+	out := make([]time.Duration, len(pids))
+	for i, p := range pids {
+		t, err := cpuTime(p)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
+// cpuDeltas is after - before per process; nil if the readings do not
+// pair up or a counter went back (a pid reused by a restarted process).
+func cpuDeltas(before, after []time.Duration) []time.Duration {
+	if len(before) != len(after) {
+		return nil
+	}
+	out := make([]time.Duration, len(before))
+	for i := range before {
+		if after[i] < before[i] {
+			return nil
+		}
+		out[i] = after[i] - before[i]
+	}
+	return out
 }
 
 // cpuJiffies reads the first line of /proc/stat: the time all CPUs were

@@ -33,19 +33,39 @@ func TestParseCPULine(t *testing.T) {
 	}
 }
 
-func TestMachineBusy(t *testing.T) {
+func TestMeasureWindow(t *testing.T) {
 	if _, err := os.Stat("/proc/stat"); err != nil {
 		t.Skip("no /proc")
 	}
 	now := time.Now()
-	got := machineBusy(context.Background(), now, now.Add(50*time.Millisecond))()
-	if got < 0 || got > 1 {
-		t.Fatalf("machineBusy = %v, want a share in [0, 1]", got)
+	got := measureWindow(context.Background(), now, now.Add(50*time.Millisecond), []int{os.Getpid()})()
+	if got.busy < 0 || got.busy > 1 {
+		t.Fatalf("busy = %v, want a share in [0, 1]", got.busy)
+	}
+	if len(got.procs) != 1 || got.procs[0] < 0 {
+		t.Fatalf("procs = %v, want one non-negative reading", got.procs)
+	}
+	if got := measureWindow(context.Background(), now, now, []int{-1})(); got.procs != nil {
+		t.Fatalf("procs of a missing pid = %v, want nil (unknown)", got.procs)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if got := machineBusy(ctx, now, now.Add(time.Hour))(); got >= 0 {
-		t.Fatalf("machineBusy of a cancelled window = %v, want negative (unknown)", got)
+	if got := measureWindow(ctx, now, now.Add(time.Hour), []int{os.Getpid()})(); got.busy >= 0 || got.procs != nil {
+		t.Fatalf("a cancelled window = %+v, want unknown", got)
+	}
+}
+
+func TestCPUDeltas(t *testing.T) {
+	ms := time.Millisecond
+	got := cpuDeltas([]time.Duration{10 * ms, 20 * ms}, []time.Duration{15 * ms, 50 * ms})
+	if len(got) != 2 || got[0] != 5*ms || got[1] != 30*ms {
+		t.Fatalf("cpuDeltas = %v, want [5ms 30ms]", got)
+	}
+	if got := cpuDeltas([]time.Duration{10 * ms}, []time.Duration{5 * ms}); got != nil {
+		t.Fatalf("a counter that went back gave %v, want nil", got)
+	}
+	if got := cpuDeltas([]time.Duration{ms}, nil); got != nil {
+		t.Fatalf("unpaired readings gave %v, want nil", got)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 )
 
 // stepResult is one measured step of workloads a, b or c for one series; the
@@ -46,6 +47,20 @@ type stepResult struct {
 	// Share of all the machine's cores busy in the window (servers, load
 	// generator and kernel together); negative when unknown.
 	MachineBusy float64 `json:"machine_cpu_busy"`
+	// CPU (user+system) of the target's server processes in the window,
+	// summed over them and per cycle; null when unknown (or, per cycle, no
+	// cycles). Per process too where the target has several, since where
+	// a cluster spends it (leader or followers) is half the story.
+	ServerCPUSeconds    *float64  `json:"server_cpu_seconds"`
+	ServerCPUPerCycleUs *float64  `json:"server_cpu_per_cycle_us"`
+	ServerCPUPerProcess []procCPU `json:"server_cpu_per_process,omitempty"`
+}
+
+// procCPU is one server process's share of a step's server CPU.
+type procCPU struct {
+	Name       string   `json:"name"`
+	Seconds    float64  `json:"cpu_seconds"`
+	PerCycleUs *float64 `json:"per_cycle_us"`
 }
 
 // setLatency fills the percentiles from a recorder.
@@ -53,6 +68,64 @@ func (r *stepResult) setLatency(rec *Recorder) {
 	sum := rec.Summary()
 	r.Samples = sum.Count
 	r.P50Ms, r.P99Ms, r.P999Ms, r.MaxMs = ms(sum.P50), ms(sum.P99), ms(sum.P999), ms(sum.Max)
+}
+
+// setWindowUse fills the machine and server CPU figures of the window,
+// procs naming the processes of u.procs. Set after the cycles are counted.
+func (r *stepResult) setWindowUse(u windowUse, procs []serverProc) {
+	r.MachineBusy = u.busy
+	if u.procs == nil || len(u.procs) != len(procs) || len(procs) == 0 {
+		return
+	}
+	var sum time.Duration
+	for _, d := range u.procs {
+		sum += d
+	}
+	r.ServerCPUSeconds = ptr(sum.Seconds())
+	r.ServerCPUPerCycleUs = perCycleUs(sum, r.Cycles)
+	if len(procs) == 1 {
+		return
+	}
+	for i, p := range procs {
+		r.ServerCPUPerProcess = append(r.ServerCPUPerProcess, procCPU{Name: p.name, Seconds: u.procs[i].Seconds(), PerCycleUs: perCycleUs(u.procs[i], r.Cycles)})
+	}
+}
+
+// perCycleUs is CPU time per cycle in µs; nil without cycles.
+func perCycleUs(used time.Duration, cycles int64) *float64 {
+	if cycles <= 0 {
+		return nil
+	}
+	return ptr(float64(used.Nanoseconds()) / 1e3 / float64(cycles))
+}
+
+// perProcessText is the per-process split of a step's server CPU per
+// cycle, "n1 leader 80 / n2 41 / n3 41"; "" for one process or unknown.
+func (r stepResult) perProcessText() string {
+	var parts []string
+	for _, p := range r.ServerCPUPerProcess {
+		if p.PerCycleUs == nil {
+			return ""
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f", p.Name, *p.PerCycleUs))
+	}
+	return strings.Join(parts, " / ")
+}
+
+// serverCPUText is the step's server CPU per cycle for the progress line,
+// with the per-process split.
+func (r stepResult) serverCPUText() string {
+	if r.ServerCPUPerCycleUs == nil {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.1f µs/cycle", *r.ServerCPUPerCycleUs) + suffix(" ", parenthesize(r.perProcessText()))
+}
+
+func parenthesize(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "(" + s + ")"
 }
 
 type machine struct {
@@ -141,14 +214,21 @@ type metric struct {
 	clients int // 0: any (the workload has one step per series)
 	format  string
 	get     func(stepResult) (float64, bool)
-	noRatio bool // a tally or a setting: printed, never divided
+	noRatio bool                    // a tally or a setting: printed, never divided
+	text    func(stepResult) string // if set, the cell's text instead of get's figure ("" = none), never divided
 }
 
 func perSec(r stepResult) (float64, bool) { return r.PerSec, r.Cycles > 0 }
-func p50(r stepResult) (float64, bool)    { return r.P50Ms, r.Samples > 0 }
-func p99(r stepResult) (float64, bool)    { return r.P99Ms, r.Samples > 0 }
-func p999(r stepResult) (float64, bool)   { return r.P999Ms, r.Samples > 0 }
-func maxMs(r stepResult) (float64, bool)  { return r.MaxMs, r.Samples > 0 }
+func cpuPerCycle(r stepResult) (float64, bool) {
+	if r.ServerCPUPerCycleUs == nil {
+		return 0, false
+	}
+	return *r.ServerCPUPerCycleUs, true
+}
+func p50(r stepResult) (float64, bool)   { return r.P50Ms, r.Samples > 0 }
+func p99(r stepResult) (float64, bool)   { return r.P99Ms, r.Samples > 0 }
+func p999(r stepResult) (float64, bool)  { return r.P999Ms, r.Samples > 0 }
+func maxMs(r stepResult) (float64, bool) { return r.MaxMs, r.Samples > 0 }
 func optional(p func(stepResult) *float64) func(stepResult) (float64, bool) {
 	return func(r stepResult) (float64, bool) {
 		if v := p(r); v != nil {
@@ -175,6 +255,18 @@ func (r *report) value(workload, series string, m metric) (float64, bool) {
 		return 0, false
 	}
 	return m.get(s)
+}
+
+// text is a text metric's cell for one series, "–" if none.
+func (r *report) text(workload, series string, m metric) string {
+	s, ok := r.find(workload, series, m.clients)
+	if !ok {
+		return "–"
+	}
+	if t := m.text(s); t != "" {
+		return t
+	}
+	return "–"
 }
 
 // ratio is a/b, nil unless both are positive figures.
@@ -217,6 +309,10 @@ func (r *report) comparison(w io.Writer, workload string, metrics []metric) {
 	for _, m := range metrics {
 		row := []string{m.label}
 		for _, c := range cols {
+			if m.text != nil {
+				row = append(row, r.text(workload, c, m))
+				continue
+			}
 			if v, ok := r.value(workload, c, m); ok {
 				row = append(row, fmt.Sprintf(m.format, v))
 			} else {
@@ -224,9 +320,13 @@ func (r *report) comparison(w io.Writer, workload string, metrics []metric) {
 			}
 		}
 		for _, p := range pairs {
+			if m.noRatio || m.text != nil {
+				row = append(row, "")
+				continue
+			}
 			a, okA := r.value(workload, p.f, m)
 			b, okB := r.value(workload, p.p, m)
-			if q := ratio(a, b); okA && okB && q != nil && !m.noRatio {
+			if q := ratio(a, b); okA && okB && q != nil {
 				row = append(row, ratioText(*q))
 			} else {
 				row = append(row, "")
@@ -283,6 +383,15 @@ func busyPct(label string, clients int) metric {
 		get: func(r stepResult) (float64, bool) { return 100 * r.MachineBusy, r.MachineBusy >= 0 }}
 }
 
+// serverCPURows are the rows of a step's server CPU per cycle: summed over the
+// target's processes, and split by process where it has several.
+func serverCPURows(label string, clients int) []metric {
+	return []metric{
+		num(label+"server CPU/cycle µs", clients, "%.1f", cpuPerCycle),
+		{label: label + "server CPU/cycle µs by process", clients: clients, text: stepResult.perProcessText},
+	}
+}
+
 func tally(label string, get func(stepResult) int64) metric {
 	return metric{label: label, format: "%.0f", noRatio: true,
 		get: func(r stepResult) (float64, bool) { return float64(get(r)), true }}
@@ -300,28 +409,34 @@ func uncontendedMetrics(clients []int) []metric {
 			num(who+": acquire p99 ms", n, "%.3f", p99),
 			num(who+": acquire p999 ms", n, "%.3f", p999),
 			busyPct(who+": machine CPU busy %", n),
-			errs,
 		)
+		out = append(out, serverCPURows(who+": ", n)...)
+		out = append(out, errs)
 	}
 	return out
 }
 
 func contendedMetrics() []metric {
-	return []metric{
+	out := []metric{
 		num("grants/s", 0, "%.0f", perSec),
 		num("wait p50 ms", 0, "%.3f", p50),
 		num("wait p99 ms", 0, "%.3f", p99),
 		num("wait p99 / p50", 0, "%.2f", optional(func(r stepResult) *float64 { return r.P99OverP50 })),
 		busyPct("machine CPU busy %", 0),
+	}
+	// Per grant: a cycle here is one grant, and a spinning client's
+	// failed attempts are part of what it costs.
+	out = append(out, serverCPURows("", 0)...)
+	return append(out,
 		num("fairness: max/min grants per client", 0, "%.2f", optional(func(r stepResult) *float64 { return r.Fairness })),
 		tally("exclusion violations", func(r stepResult) int64 { return r.ExclusionViolations }),
 		tally("token regressions", func(r stepResult) int64 { return r.TokenRegressions }),
 		tally("errors", func(r stepResult) int64 { return r.Errors }),
-	}
+	)
 }
 
 func openLoopMetrics() []metric {
-	return []metric{
+	out := []metric{
 		tally("offered acquisitions/s", func(r stepResult) int64 { return int64(r.OfferedPerSec) }),
 		num("achieved acquisitions/s", 0, "%.0f", perSec),
 		num("acquire p50 ms (from intended send)", 0, "%.3f", p50),
@@ -330,8 +445,9 @@ func openLoopMetrics() []metric {
 		num("acquire max ms", 0, "%.3f", maxMs),
 		tally("not sent (fell behind)", func(r stepResult) int64 { return r.NotSent }),
 		busyPct("machine CPU busy %", 0),
-		tally("errors", func(r stepResult) int64 { return r.Errors }),
 	}
+	out = append(out, serverCPURows("", 0)...)
+	return append(out, tally("errors", func(r stepResult) int64 { return r.Errors }))
 }
 
 // markdown prints the whole report.
@@ -351,7 +467,8 @@ func (r *report) markdown(w io.Writer) {
 			fmt.Fprintf(w, "- %s: %s%s\n", t.Name, t.Desc, suffix(", ", t.Version))
 		}
 	}
-	fmt.Fprintln(w, "\nRatios are fenced ÷ peer: above 1 is better for cycles/s and grants/s, below 1 is better for latencies.")
+	fmt.Fprintln(w, "\nRatios are fenced ÷ peer: above 1 is better for cycles/s and grants/s, below 1 is better for latencies and server CPU per cycle.")
+	fmt.Fprintln(w, "Server CPU/cycle is the user+system CPU of the target's server processes (all nodes or members) over the measured window, divided by its cycles (grants, contended); by process, the nodes' shares of it.")
 	section := func(title string, workload string, metrics []metric) {
 		for _, s := range r.Steps {
 			if s.Workload == workload {

@@ -63,15 +63,12 @@ func serverCPU(ctx context.Context, pids []int, window time.Duration) (float64, 
 }
 
 func sumCPU(pids []int) (time.Duration, error) {
+	each, err := procsCPU(pids)
 	var sum time.Duration
-	for _, p := range pids {
-		t, err := cpuTime(p)
-		if err != nil {
-			return 0, err
-		}
+	for _, t := range each {
 		sum += t
 	}
-	return sum, nil
+	return sum, err
 }
 
 // corePct is CPU time used over a wall-clock window, in core-percent.

@@ -80,7 +80,7 @@ func (r *report) stepRatio(workload, a, b string, clients int, get func(stepResu
 
 // specChecks evaluates every performance target this run has figures
 // for; one that lacks them is listed as not measured, never dropped.
-func specChecks(r *report, offeredRate int64, scale scaleSpec, hb heartbeatSpec) []check {
+func specChecks(r *report, offeredRate int64, scale scaleSpec, hb heartbeatSpec, connect string) []check {
 	var out []check
 	add := func(c check) { out = append(out, c) }
 
@@ -152,12 +152,52 @@ func specChecks(r *report, offeredRate int64, scale scaleSpec, hb heartbeatSpec)
 	add(newCheck("P8", "RSS per node (max)", rss, "<=", 1024, " MiB", scaleNote))
 	add(newCheck("P8", "restart of a node to serving", restart, "<=", 10, " s", scaleNote))
 	add(newCheck("P8", "snapshot install on a new node", install, "<=", 30, " s", scaleNote))
+
+	for _, c := range p9Checks(r, connect) {
+		add(c)
+	}
 	return out
 }
 
+// p9Checks is P9, efficiency: fenced-3's server CPU per cycle (summed over
+// the nodes) in the 64-client uncontended step, on its own and against
+// etcd-3's and redis-aof's in the same run. A target not run makes its
+// comparison n/a (not measured), never met.
+func p9Checks(r *report, connect string) []check {
+	const clients = 64
+	absent := func(series ...string) string {
+		var out []string
+		for _, s := range series {
+			if r.stepValue("uncontended", s, clients, cpuPerCycle) == nil {
+				out = append(out, s)
+			}
+		}
+		if len(out) == 0 {
+			return ""
+		}
+		return "n/a: no " + strings.Join(out, " or ") + " figure in this run"
+	}
+	note := ""
+	if s, ok := r.find("uncontended", "fenced-3", clients); ok {
+		note = suffix("by node ", s.perProcessText())
+	}
+	if connect == "leader" {
+		note = joinNotes(note, "clients at the leader (--connect leader), not spread over the nodes as P9 asks")
+	}
+	what := "64 clients uncontended server CPU per cycle"
+	return []check{
+		newCheck("P9", what+", fenced-3 (3 nodes summed)", r.stepValue("uncontended", "fenced-3", clients, cpuPerCycle), "<=", 60, " µs",
+			joinNotes(note, absent("fenced-3"))),
+		newCheck("P9", what+", fenced-3 ÷ etcd-3", r.stepRatio("uncontended", "fenced-3", "etcd-3", clients, cpuPerCycle), "<=", 0.12, "×",
+			absent("fenced-3", "etcd-3")),
+		newCheck("P9", what+", fenced-3 ÷ redis-aof", r.stepRatio("uncontended", "fenced-3", "redis-aof", clients, cpuPerCycle), "<=", 4, "×",
+			absent("fenced-3", "redis-aof")),
+	}
+}
+
 func joinNotes(a, b string) string {
-	if a == "" {
-		return b
+	if a == "" || b == "" {
+		return a + b
 	}
 	return a + "; " + b
 }

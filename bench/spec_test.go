@@ -42,8 +42,9 @@ func TestRatio(t *testing.T) {
 // out as not measured, never as met.
 func synthetic() *report {
 	return &report{Steps: []stepResult{
-		{Workload: "uncontended", Series: "fenced-3", Clients: 64, PerSec: 25000, Cycles: 1, Samples: 1},
-		{Workload: "uncontended", Series: "etcd-3", Clients: 64, PerSec: 2000, Cycles: 1, Samples: 1},
+		{Workload: "uncontended", Series: "fenced-3", Clients: 64, PerSec: 25000, Cycles: 1, Samples: 1, ServerCPUPerCycleUs: ptr(50),
+			ServerCPUPerProcess: []procCPU{{Name: "n1 leader", PerCycleUs: ptr(30)}, {Name: "n2", PerCycleUs: ptr(10)}, {Name: "n3", PerCycleUs: ptr(10)}}},
+		{Workload: "uncontended", Series: "etcd-3", Clients: 64, PerSec: 2000, Cycles: 1, Samples: 1, ServerCPUPerCycleUs: ptr(500)},
 		{Workload: "uncontended", Series: "fenced-3-secure", Clients: 64, PerSec: 20000, Cycles: 1, Samples: 1},
 		{Workload: "uncontended", Series: "fenced-3", Clients: 1, PerSec: 2000, Cycles: 1, Samples: 1, P50Ms: 0.9},
 		{Workload: "uncontended", Series: "fenced-3 redsync", Clients: 1, PerSec: 1500, Cycles: 1, Samples: 1},
@@ -55,7 +56,7 @@ func synthetic() *report {
 
 func TestSpecChecks(t *testing.T) {
 	r := synthetic()
-	checks := specChecks(r, 5000, scaleSpec{keys: 1000000, sessions: 100000}, heartbeatSpec{sessions: 10000, interval: 3 * time.Second})
+	checks := specChecks(r, 5000, scaleSpec{keys: 1000000, sessions: 100000}, heartbeatSpec{sessions: 10000, interval: 3 * time.Second}, "all")
 	got := map[string]check{}
 	for _, c := range checks {
 		got[c.ID+" "+c.What] = c
@@ -77,6 +78,9 @@ func TestSpecChecks(t *testing.T) {
 		"P6 heartbeat cost, share of the machine's CPU (heartbeating − idle)":                                  {"not measured", 0},
 		"P7 leader killed under load, p50 time to the first FLOCK, fenced-3":                                   {"not measured", 0},
 		"P10 64 clients uncontended cycles/s, fenced-3-secure (peer mTLS, client TLS, an ACL user) ÷ fenced-3": {"missed", 0.8},
+		"P9 64 clients uncontended server CPU per cycle, fenced-3 (3 nodes summed)":                            {"met", 50},
+		"P9 64 clients uncontended server CPU per cycle, fenced-3 ÷ etcd-3":                                    {"met", 0.1},
+		"P9 64 clients uncontended server CPU per cycle, fenced-3 ÷ redis-aof":                                 {"not measured", 0},
 	}
 	for what, e := range expect {
 		c, ok := got[what]
@@ -92,8 +96,65 @@ func TestSpecChecks(t *testing.T) {
 	if c := got["P3 open loop acquire p99 from intended send, fenced-3"]; !strings.Contains(c.Note, "achieved only 4000/s") {
 		t.Errorf("P3 note %q", c.Note)
 	}
-	if n := len(checks); n != 17 {
-		t.Errorf("%d checks, want 17 (P1 2, P10, P2 2, P3 2, P4 3, P5 one per client count (2), P6, P7, P8 3)", n)
+	if n := len(checks); n != 20 {
+		t.Errorf("%d checks, want 20 (P1 2, P10, P2 2, P3 2, P4 3, P5 one per client count (2), P6, P7, P8 3, P9 3)", n)
+	}
+}
+
+func TestP9(t *testing.T) {
+	step := func(series string, us float64) stepResult {
+		return stepResult{Workload: "uncontended", Series: series, Clients: 64, Cycles: 1, ServerCPUPerCycleUs: ptr(us)}
+	}
+	fenced := step("fenced-3", 162)
+	fenced.ServerCPUPerProcess = []procCPU{{Name: "n1 leader", PerCycleUs: ptr(80)}, {Name: "n2", PerCycleUs: ptr(41)}, {Name: "n3", PerCycleUs: ptr(41)}}
+	// The figures of SPEC P9's 2026-11-24 measurement: every part missed.
+	r := &report{Steps: []stepResult{fenced, step("etcd-3", 501), step("redis-aof", 16), step("fenced-1", 40)}}
+	got := p9Checks(r, "all")
+	want := []struct {
+		line string
+	}{
+		{"- P9 64 clients uncontended server CPU per cycle, fenced-3 (3 nodes summed): 162 µs (target ≤ 60 µs): **missed**; by node n1 leader 80 / n2 41 / n3 41"},
+		{"- P9 64 clients uncontended server CPU per cycle, fenced-3 ÷ etcd-3: 0.323× (target ≤ 0.12×): **missed**"},
+		{"- P9 64 clients uncontended server CPU per cycle, fenced-3 ÷ redis-aof: 10.1× (target ≤ 4×): **missed**"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d P9 checks, want %d", len(got), len(want))
+	}
+	for i, w := range want {
+		if l := got[i].line(); l != w.line {
+			t.Errorf("P9 line %d:\n got %s\nwant %s", i, l, w.line)
+		}
+	}
+
+	// Within every bound.
+	r = &report{Steps: []stepResult{step("fenced-3", 60), step("etcd-3", 500), step("redis-aof", 15)}}
+	for _, c := range p9Checks(r, "all") {
+		if c.Status != "met" {
+			t.Errorf("%s: %s, want met", c.What, c.Status)
+		}
+	}
+
+	// Peers not run: their comparisons are n/a, never met.
+	r = &report{Steps: []stepResult{step("fenced-3", 50)}}
+	got = p9Checks(r, "leader")
+	if got[0].Status != "met" || !strings.Contains(got[0].Note, "--connect leader") {
+		t.Errorf("absolute: %+v, want met with a note that the clients were at the leader", got[0])
+	}
+	for i, peer := range []string{"etcd-3", "redis-aof"} {
+		c := got[i+1]
+		if c.Status != "not measured" || c.Measured != nil || c.Note != "n/a: no "+peer+" figure in this run" {
+			t.Errorf("without %s: %+v", peer, c)
+		}
+	}
+
+	// fenced-3 not run (or its CPU unknown): all three n/a.
+	unknown := step("fenced-3", 0)
+	unknown.ServerCPUPerCycleUs = nil
+	r = &report{Steps: []stepResult{unknown, step("etcd-3", 500)}}
+	for _, c := range p9Checks(r, "all") {
+		if c.Status != "not measured" || !strings.HasPrefix(c.Note, "n/a: no fenced-3") {
+			t.Errorf("without fenced-3's figure: %+v", c)
+		}
 	}
 }
 

@@ -23,6 +23,7 @@ type closedSpec struct {
 	key      string // lock-name prefix, unique per step so steps never meet
 	warmup   time.Duration
 	measure  time.Duration
+	procs    []serverProc // the target's server processes, whose CPU the window costs
 }
 
 // errTally counts errors and keeps the earliest one's text, so nothing is
@@ -117,7 +118,7 @@ func runClosed(ctx context.Context, s closedSpec, newLocker lockerFactory) stepR
 	var x exclusion
 	start := time.Now()
 	from, to := start.Add(s.warmup), start.Add(s.warmup+s.measure)
-	busy := machineBusy(ctx, from, to)
+	use := measureWindow(ctx, from, to, pidsOf(s.procs))
 	var wg sync.WaitGroup
 	for i, l := range lockers {
 		workers[i] = &worker{l: l}
@@ -130,8 +131,16 @@ func runClosed(ctx context.Context, s closedSpec, newLocker lockerFactory) stepR
 	closeLockers(lockers, &setup)
 	r := summarize(s, workers, setup, window)
 	r.ExclusionViolations, r.TokenRegressions = x.violations.Load(), x.regressions.Load()
-	r.MachineBusy = busy()
+	r.setWindowUse(use(), s.procs)
 	return r
+}
+
+func pidsOf(procs []serverProc) []int {
+	out := make([]int, len(procs))
+	for i, p := range procs {
+		out[i] = p.pid
+	}
+	return out
 }
 
 func (w *worker) loop(ctx context.Context, from, to time.Time, shared bool, x *exclusion) {
