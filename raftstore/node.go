@@ -741,7 +741,7 @@ func (n *Node) Close() error {
 	if n.disk.Failed() {
 		return n.closeFailed()
 	}
-	err := n.raft.Shutdown().Error()
+	err := n.shutdownRaft()
 	if cerr := closeTransport(n.trans); err == nil {
 		err = cerr
 	}
@@ -761,6 +761,29 @@ func (n *Node) Close() error {
 		err = cerr
 	}
 	return err
+}
+
+// raftShutdownGrace is how long Close lets Raft stop by itself before it
+// closes Raft's connections under it.
+const raftShutdownGrace = time.Second
+
+// shutdownRaft stops Raft. An RPC in flight to a peer that stopped
+// answering (a paused process, a dead host) would hold Shutdown for the
+// transport's 10 s I/O timeout, past the server's ShutdownBound: after a
+// moment, its connections are closed under it.
+func (n *Node) shutdownRaft() error {
+	f := n.raft.Shutdown()
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(raftShutdownGrace):
+	}
+	if n.peers != nil {
+		n.peers.abortDialed()
+	}
+	return <-done
 }
 
 // closeFailed is Close after a Pebble write failed. Raft's goroutine may be

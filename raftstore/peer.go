@@ -102,6 +102,43 @@ type peerMux struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
+
+	// dialed holds the Raft connections Dial made and not yet closed, for
+	// abortDialed.
+	dialedMu sync.Mutex
+	dialed   map[*dialedConn]struct{}
+}
+
+// dialedConn is a Raft connection of Dial's, which leaves the set when
+// closed.
+type dialedConn struct {
+	net.Conn
+	m    *peerMux
+	once sync.Once
+}
+
+func (c *dialedConn) Close() error {
+	c.once.Do(func() {
+		c.m.dialedMu.Lock()
+		delete(c.m.dialed, c)
+		c.m.dialedMu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+// abortDialed closes every Raft connection Dial made: an RPC blocked on a
+// peer that stopped answering (a paused process) fails at once instead of
+// after the transport's timeout.
+func (m *peerMux) abortDialed() {
+	m.dialedMu.Lock()
+	cs := make([]*dialedConn, 0, len(m.dialed))
+	for c := range m.dialed {
+		cs = append(cs, c)
+	}
+	m.dialedMu.Unlock()
+	for _, c := range cs {
+		c.Close()
+	}
 }
 
 // newPeerMux listens on bind. The address other nodes dial is advertise,
@@ -114,7 +151,7 @@ func newPeerMux(bind, advertise string, p *PeerTLS, log *slog.Logger) (*peerMux,
 		return nil, fmt.Errorf("raftstore: raft address %q: %w", bind, err)
 	}
 	m := &peerMux{ln: ln, advertise: ln.Addr(), tls: p, log: log,
-		raft: make(chan net.Conn), links: make(chan net.Conn), closed: make(chan struct{})}
+		raft: make(chan net.Conn), links: make(chan net.Conn), closed: make(chan struct{}), dialed: make(map[*dialedConn]struct{})}
 	if advertise != "" {
 		a, err := net.ResolveTCPAddr("tcp", advertise)
 		if err != nil || a.IP == nil || a.IP.IsUnspecified() || a.Port == 0 {
@@ -237,7 +274,15 @@ func (m *peerMux) Addr() net.Addr { return m.advertise }
 func (m *peerMux) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return m.dial(ctx, string(addr), kindRaft)
+	c, err := m.dial(ctx, string(addr), kindRaft)
+	if err != nil {
+		return nil, err
+	}
+	dc := &dialedConn{Conn: c, m: m}
+	m.dialedMu.Lock()
+	m.dialed[dc] = struct{}{}
+	m.dialedMu.Unlock()
+	return dc, nil
 }
 
 // linkListener is the net.Listener of the forwarding links that reach this

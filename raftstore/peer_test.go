@@ -7,6 +7,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // Without TLS (loopback), the peer channel still hands a connection on only
@@ -54,5 +56,55 @@ func TestPeerMuxRefusesUnknownKinds(t *testing.T) {
 		lc.Close()
 	case <-time.After(3 * time.Second):
 		t.Fatal("a link was not handed on after the refused connections")
+	}
+}
+
+// abortDialed fails a Raft RPC blocked on a peer that accepted the
+// connection and never answers, and forgets the connections it closed.
+func TestAbortDialed(t *testing.T) {
+	m, err := newPeerMux("127.0.0.1:0", "", nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // holds it open, answers nothing
+		}
+	}()
+	c, err := m.Dial(raft.ServerAddress(silent.Addr().String()), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan error, 1)
+	go func() { _, err := c.Read(make([]byte, 1)); read <- err }()
+	select {
+	case err := <-read:
+		t.Fatalf("read from a silent peer returned %v before the abort", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	m.abortDialed()
+	select {
+	case err := <-read:
+		if err == nil {
+			t.Fatal("the blocked read succeeded")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("abortDialed did not unblock the read")
+	}
+	m.dialedMu.Lock()
+	n := len(m.dialed)
+	m.dialedMu.Unlock()
+	if n != 0 {
+		t.Errorf("%d connections still tracked after the abort", n)
 	}
 }

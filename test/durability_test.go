@@ -527,3 +527,45 @@ func TestShutdownWaitWithoutQuorum(t *testing.T) {
 		t.Errorf("the waiting connection got %v, %v; want -UNCERTAIN", v, err)
 	}
 }
+
+// A node stops within its bound even when its peers stopped answering (a
+// paused process, a dead host): an RPC to one would otherwise hold Raft's
+// shutdown for the transport's 10 s timeout, and main would stop the
+// process with status 1 after ShutdownBound.
+func TestShutdownWithPausedPeers(t *testing.T) {
+	t.Parallel()
+	cl := startCluster(t, 3)
+	leader := cl.leader(30 * time.Second)
+	f := cl.followers(leader)[0]
+	// A FLOCK waiting on f: stopping, f tries to cancel it through the
+	// paused leader, which takes its 5 s, before Raft stops.
+	c := leader.client(t)
+	h := openSession(t, c, 60000, "holder")
+	w := openSession(t, c, 60000, "waiter")
+	mustInt(t, c, "FLOCK", "paused", h)
+	rc := dialRaw(t, f.addr)
+	rc.send("FLOCK", "paused", w, "WAIT", "0")
+	waitQueued(t, c, "paused", w)
+	var others []*node
+	for _, n := range cl.nodes {
+		if n != f {
+			n.pause()
+			others = append(others, n)
+		}
+	}
+	defer func() {
+		for _, n := range others {
+			n.resume()
+		}
+	}()
+	// Long enough for f to start an election, whose vote requests then
+	// wait on the paused peers.
+	time.Sleep(3 * time.Second)
+	f.term() // fails the test unless it exits with status 0
+	if v, err := rc.tryRead(5 * time.Second); err == nil && strings.Contains(fmt.Sprint(v), "CANCELLED") {
+		t.Errorf("the waiting FLOCK got %v from a node that could not cancel it", v)
+	}
+	if s := f.stderr(); strings.Contains(s, "shutdown took longer than") {
+		t.Errorf("the stop overran its bound:\n%s", s)
+	}
+}
