@@ -62,13 +62,19 @@ func (s *Server) raftPropose(c *resp.Conn, args [][]byte) resp.Value {
 		return errorReply(err)
 	}
 	// Enqueued now and answered when committed, so that the RAFT.PROPOSEs
-	// behind it on the link join the same commit (RunsAhead).
+	// behind it on the link join the same commit (RunsAhead); counted in
+	// total_pipelined_writes as a client's pipelined writes are.
 	wait, err := s.node.Enqueue(e)
 	if err != nil {
 		return errorReply(err)
 	}
+	unanswered := &stateOf(c).unanswered
+	if unanswered.Add(1) > 1 {
+		s.stats.pipelinedWrites.Add(1)
+	}
 	return resp.Later(func() resp.Value {
 		res, err := wait()
+		unanswered.Add(-1)
 		if err != nil {
 			return errorReply(err)
 		}

@@ -107,7 +107,7 @@ var (
 	descRejected      = desc("fenced_commands_rejected_total", "Commands refused before they ran (arity, permissions, a node that cannot persist), by name.", "command")
 	descCmdDuration   = desc("fenced_command_duration_seconds", "How long commands took to run, by name; a waiting FLOCK's wait included.", "command")
 	descErrors        = desc("fenced_error_replies_total", "Error replies, by their code (INFO errorstats).", "code")
-	descPipelined     = desc("fenced_pipelined_writes_total", "Writes the leader proposed while an earlier write of the same connection was still unanswered.")
+	descPipelined     = desc("fenced_pipelined_writes_total", "Writes the leader proposed while an earlier write of the same connection (a client's, or a follower's forwarding link) was still unanswered.")
 )
 
 func (serverCollector) Describe(ch chan<- *prometheus.Desc) {

@@ -2,7 +2,9 @@ package test
 
 import (
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -126,5 +128,52 @@ func TestPublishThenWrites(t *testing.T) {
 	}
 	if got := pipelinedWrites(t, cl) - before; got != 0 {
 		t.Errorf("INFO stats total_pipelined_writes grew by %d over writes sent one at a time, want 0", got)
+	}
+}
+
+// TestFollowerProposalsShareLink: a follower's clients' writes go to the
+// leader over one shared link, where the leader proposes each before the
+// earlier ones are answered (RAFT.PROPOSE runs ahead), so they share
+// commits: the leader's total_pipelined_writes grows while many clients of
+// a follower write at once, and every write is answered as if alone.
+func TestFollowerProposalsShareLink(t *testing.T) {
+	t.Parallel()
+	cl := startCluster(t, 3)
+	leader := cl.leader(30 * time.Second)
+	f := cl.followers(leader)[0]
+	lc := leader.client(t)
+	before := pipelinedWrites(t, lc)
+	const clients, writes = 16, 50
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := f.soloClient(t)
+			for j := range writes {
+				k := fmt.Sprintf("share:%d:%d", i, j)
+				if err := c.Set(tctx(t), k, j, 0).Err(); err != nil {
+					errs <- fmt.Errorf("SET %s via the follower: %v", k, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i := range clients {
+		k := fmt.Sprintf("share:%d:%d", i, writes-1)
+		if v, err := lc.Get(tctx(t), k).Int(); err != nil || v != writes-1 {
+			t.Fatalf("GET %s on the leader = %d, %v", k, v, err)
+		}
+	}
+	grew := pipelinedWrites(t, lc) - before
+	t.Logf("%d of the %d forwarded writes were proposed while an earlier one on the link was unanswered", grew, clients*writes)
+	if grew == 0 {
+		t.Error("the leader proposed no forwarded write ahead of an unanswered one: the follower's clients did not share a link, or RAFT.PROPOSE waited for each commit")
 	}
 }
