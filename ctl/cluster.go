@@ -154,18 +154,28 @@ type epStatus struct {
 	err            error
 }
 
-func (r *runner) endpointStatus(_ []string) error {
-	ctx := context.Background()
+// endpointClients returns the endpoints to ask and a pool with a client
+// for each, made before any goroutine uses it: the pool's map is not locked.
+func (r *runner) endpointClients(ctx context.Context) ([]string, *pool, error) {
 	addrs, err := r.endpoints(ctx)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	p, err := r.connect()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	for _, a := range addrs {
-		p.client(a) // made before the goroutines: the pool's map is not locked
+		p.client(a)
+	}
+	return addrs, p, nil
+}
+
+func (r *runner) endpointStatus(_ []string) error {
+	ctx := context.Background()
+	addrs, p, err := r.endpointClients(ctx)
+	if err != nil {
+		return err
 	}
 	all := eachEndpoint(addrs, func(a string) epStatus {
 		c := p.clients[a]
@@ -219,16 +229,9 @@ type epHealth struct {
 
 func (r *runner) endpointHealth(_ []string) error {
 	ctx := context.Background()
-	addrs, err := r.endpoints(ctx)
+	addrs, p, err := r.endpointClients(ctx)
 	if err != nil {
 		return err
-	}
-	p, err := r.connect()
-	if err != nil {
-		return err
-	}
-	for _, a := range addrs {
-		p.client(a)
 	}
 	all := eachEndpoint(addrs, func(a string) epHealth {
 		start := time.Now()

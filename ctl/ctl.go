@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fenced/fenced/internal/flagargs"
 )
 
 // Sentinel errors; Main maps them to exit statuses.
@@ -200,7 +202,7 @@ func (r *runner) run(args []string) (int, error) {
 		c.flags(cfs, &r.opts)
 	}
 	cmdUsage := strings.TrimSpace(fmt.Sprintf("fenced ctl [flags] %s %s", c.path, c.usage))
-	operands, err := parseInterleaved(cfs, rest[2:])
+	operands, err := flagargs.Parse(cfs, rest[2:])
 	if err != nil {
 		return 0, r.flagError(err, "usage: "+cmdUsage+"\n")
 	}
@@ -250,21 +252,4 @@ func splitDash(args []string) (head, tail []string, found bool) {
 		return args, nil, false
 	}
 	return args[:i:i], args[i+1:], true // capped: an append to head must not write over tail
-}
-
-// parseInterleaved parses flags given before and after the operands
-// (`session kill ID --endpoints A`, as etcdctl takes them) and returns the
-// operands. args holds no "--" (splitDash took it out).
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
 }

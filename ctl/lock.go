@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/client"
+	"github.com/fenced/fenced/internal/flagargs"
 )
 
 // lostGrace is how long CMD has between SIGTERM and SIGKILL once the lock
@@ -31,7 +32,7 @@ func (r *runner) lockCommand(args, argv []string, dashed bool) (int, error) {
 	if !dashed {
 		hint = "; the command goes after --: fenced ctl lock NAME -- CMD [ARG...]"
 	}
-	ops, err := parseInterleaved(fset, args)
+	ops, err := flagargs.Parse(fset, args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(r.stdout, lockUsage)
 		return 0, err

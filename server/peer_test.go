@@ -59,4 +59,8 @@ func TestCheckForwarded(t *testing.T) {
 	if err := s.checkForwarded(&lockstate.Entry{Op: lockstate.OpTick}, "n2"); !errors.Is(err, ErrForwarded) {
 		t.Errorf("a forwarded tick: %v, want ErrForwarded", err)
 	}
+	// Only the leader's version gate moves the cluster version.
+	if err := s.checkForwarded(&lockstate.Entry{Op: lockstate.OpSetVersion, Version: 2}, "n2"); !errors.Is(err, ErrForwarded) {
+		t.Errorf("a forwarded version change: %v, want ErrForwarded", err)
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fenced/fenced/internal/flagargs"
 	"github.com/fenced/fenced/lockstate"
 	"github.com/fenced/fenced/raftstore"
 	"github.com/fenced/fenced/resp"
@@ -54,26 +55,9 @@ func Snapshot(args []string, stdout, stderr io.Writer) error {
 	return fmt.Errorf("%w: unknown subcommand %q\n%s", ErrConfig, args[0], snapshotUsage)
 }
 
-// parseInterleaved parses flags given before and after the positional
-// arguments (`save FILE --addr A`, as etcdctl takes them) and returns the
-// positional ones.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
-
 // oneFile is the single FILE argument of a subcommand.
 func oneFile(fs *flag.FlagSet, args []string, usage string) (string, error) {
-	pos, err := parseInterleaved(fs, args)
+	pos, err := flagargs.Parse(fs, args)
 	if err != nil {
 		return "", err
 	}

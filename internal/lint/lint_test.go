@@ -38,7 +38,7 @@ var rules = []struct {
 	{"session", []string{"internal/ms", "internal/plant", "reply"}, nil,
 		"the leader's side of sessions (clock, ticks, new ids and TTLs), not the state machine nor the wire"},
 	{"cmd/fenced", []string{"server", "ctl"}, nil, "main parses flags and calls the server package (or ctl, the admin CLI)"},
-	{"ctl", []string{"client", "github.com/redis/go-redis/v9"}, nil,
+	{"ctl", []string{"client", "internal/flagargs", "github.com/redis/go-redis/v9"}, nil,
 		"the admin CLI is a client of the nodes' client ports: no server package, so it says only what a remote client can see"},
 	{"client", []string{"github.com/redis/go-redis/v9"}, nil, "the Go client: go-redis and the standard library only, no server package, so users import it alone"},
 	{"fencing", nil, nil, "the resource side of a token: the standard library only (database/sql without a driver, net/http), so any driver and router fit"},
