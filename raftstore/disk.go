@@ -57,17 +57,32 @@ type disk struct {
 	free    func() (uint64, error) // free bytes for an unprivileged writer
 	logger  *slog.Logger
 
+	now func() time.Time
+
 	mu      sync.Mutex
 	low     error // free space below the reserve; nil when not
 	failed  error // a Pebble write failed; set once, never cleared
 	lastLog time.Time
+
+	// The last reading of the free space, when it was taken, and the
+	// bytes admitted since: admit reuses it while it is fresh and far from
+	// the reserve (see admit).
+	readFreeAt time.Time
+	lastFree   uint64
+	since      uint64
 }
+
+// freeMaxAge is how long admit may reuse a reading of the free space: the
+// leadership watcher refreshes it as often, so a drop in the free space
+// that this node's writes did not cause (another process's, Pebble's
+// flushes) is noticed as soon as before.
+const freeMaxAge = 50 * time.Millisecond
 
 func newDisk(dir string, reserve uint64, logger *slog.Logger) *disk {
 	if reserve == 0 {
 		reserve = DefaultDiskReserve
 	}
-	return &disk{dir: dir, reserve: reserve, free: func() (uint64, error) { return freeBytes(dir) }, logger: logger}
+	return &disk{dir: dir, reserve: reserve, free: func() (uint64, error) { return freeBytes(dir) }, logger: logger, now: time.Now}
 }
 
 // freeBytes is the space an unprivileged process may still write in dir.
@@ -106,8 +121,17 @@ func (d *disk) Failed() bool {
 // refreshes the condition and refuses the write, before Pebble sees it,
 // when the storage failed or the write would leave less than half the
 // reserve. A statfs that fails admits the write: Pebble will tell.
+//
+// A statfs per log append was 1-2 % of a node's CPU under load, so a
+// reading younger than freeMaxAge is reused, less the bytes admitted since,
+// while that leaves the write well clear of the reserve (at least the level
+// at which writes resume): near the reserve every write reads the space
+// afresh, as before.
 func (d *disk) admit(n int, what string) error {
 	if d == nil {
+		return nil
+	}
+	if d.admitCached(n) {
 		return nil
 	}
 	free, err := d.readFree()
@@ -120,6 +144,7 @@ func (d *disk) admit(n int, what string) error {
 		d.logEvery(slog.LevelWarn, "cannot read the free space of the data directory", "err", err)
 		return nil
 	}
+	d.remember(free)
 	d.setLow(free)
 	if left := free - min(free, uint64(n)); left < d.reserve/2 {
 		err := fmt.Errorf("%w: %s of %d bytes refused: %s free in %s, the last %s are kept for the storage engine (--disk-reserve %s)",
@@ -127,7 +152,30 @@ func (d *disk) admit(n int, what string) error {
 		d.logEvery(slog.LevelWarn, "write refused: data directory nearly full", "err", err)
 		return fmt.Errorf("%w: %w", ErrCannotPersist, err)
 	}
+	d.since += uint64(n)
 	return nil
+}
+
+// admitCached admits a write of n bytes on the last reading of the free
+// space when it may (see admit), and counts its bytes.
+func (d *disk) admitCached(n int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if age := d.now().Sub(d.readFreeAt); d.failed != nil || d.low != nil || d.readFreeAt.IsZero() || age < 0 || age >= freeMaxAge {
+		return false
+	}
+	used := d.since + uint64(n)
+	if used > d.lastFree || d.lastFree-used < d.reserve+d.reserve/2 {
+		return false
+	}
+	d.since = used
+	return true
+}
+
+// remember keeps a reading of the free space for admitCached; the caller
+// holds mu.
+func (d *disk) remember(free uint64) {
+	d.readFreeAt, d.lastFree, d.since = d.now(), free, 0
 }
 
 // refresh re-reads the free space: the node's poller calls it, so that the
@@ -142,6 +190,7 @@ func (d *disk) refresh() {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.remember(free)
 	d.setLow(free)
 }
 
@@ -152,10 +201,12 @@ func (d *disk) readFree() (uint64, error) {
 	return f()
 }
 
-// setFree replaces how the free space is read (tests).
+// setFree replaces how the free space is read (tests), and forgets the
+// last reading.
 func (d *disk) setFree(f func() (uint64, error)) {
 	d.mu.Lock()
 	d.free = f
+	d.readFreeAt = time.Time{}
 	d.mu.Unlock()
 }
 

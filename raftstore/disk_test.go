@@ -18,17 +18,84 @@ import (
 	"github.com/fenced/fenced/lockstate"
 )
 
-// fakeSpace is a data directory's free space, set by the test.
-type fakeSpace struct{ n atomic.Uint64 }
+// fakeSpace is a data directory's free space, set by the test, and how
+// often it was read.
+type fakeSpace struct{ n, reads atomic.Uint64 }
 
-func (f *fakeSpace) free() (uint64, error) { return f.n.Load(), nil }
+func (f *fakeSpace) free() (uint64, error) { f.reads.Add(1); return f.n.Load(), nil }
 
 const testReserve = 8 << 20
 
+// testDisk's clock moves on by freeMaxAge at every reading, so that each
+// admit reads the space afresh: the tests that change the space under it
+// see every change at once. TestDiskAdmitReusesReading stops the clock.
 func testDisk(space *fakeSpace) *disk {
 	d := newDisk("dir", testReserve, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	d.setFree(space.free)
+	var at time.Time
+	d.now = func() time.Time { at = at.Add(freeMaxAge); return at }
 	return d
+}
+
+// TestDiskAdmitReusesReading: within freeMaxAge a write well clear of the
+// reserve is admitted on the last reading less the bytes admitted since;
+// near the reserve, or once the reading is old, the space is read again, so
+// a refusal is never decided on a stale reading.
+func TestDiskAdmitReusesReading(t *testing.T) {
+	space := &fakeSpace{}
+	space.n.Store(testReserve * 4)
+	d := testDisk(space)
+	at := time.Unix(1e9, 0)
+	d.now = func() time.Time { return at }
+	admit := func(n int) {
+		t.Helper()
+		if err := d.admit(n, "x"); err != nil {
+			t.Fatalf("admit(%d): %v", n, err)
+		}
+	}
+	admit(1000)
+	admit(1000)
+	admit(1000)
+	if got := space.reads.Load(); got != 1 {
+		t.Fatalf("three small writes within freeMaxAge read the space %d times, want 1", got)
+	}
+	// Another process takes space: seen once the reading is freeMaxAge old.
+	space.n.Store(testReserve - 1)
+	at = at.Add(freeMaxAge - 1)
+	admit(1000)
+	if d.Err() != nil || space.reads.Load() != 1 {
+		t.Fatalf("within freeMaxAge: Err %v, reads %d; want the old reading", d.Err(), space.reads.Load())
+	}
+	at = at.Add(1)
+	admit(1000)
+	if !errors.Is(d.Err(), ErrNoSpace) || space.reads.Load() != 2 {
+		t.Fatalf("after freeMaxAge: Err %v, reads %d; want ErrNoSpace on a new reading", d.Err(), space.reads.Load())
+	}
+	// While low, every write reads the space.
+	admit(1000)
+	if got := space.reads.Load(); got != 3 {
+		t.Fatalf("low: reads %d, want 3", got)
+	}
+	// The node's own writes count: they take a fresh reading before they
+	// could bring the space near the reserve.
+	space.n.Store(testReserve * 4)
+	d.refresh()
+	before := space.reads.Load()
+	chunk := testReserve / 4
+	for range 12 {
+		admit(chunk)
+	}
+	// 4R free, reused while 1.5R would remain: 10 writes of R/4 take 2.5R
+	// and reuse it, the 11th reads afresh.
+	if got := space.reads.Load() - before; got != 1 {
+		t.Fatalf("own writes toward the reserve: %d readings for 12 writes, want 1 (the 11th)", got)
+	}
+	// A reading "from the future" (a clock stepped back) is not fresh.
+	space.n.Store(testReserve / 2)
+	at = at.Add(-time.Hour)
+	if err := d.admit(1, "x"); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("half the reserve left: admit %v, want a refusal", err)
+	}
 }
 
 // TestDiskAdmit: above the reserve all is well; below it the node reports
@@ -282,4 +349,26 @@ func TestNodeDiskFull(t *testing.T) {
 		t.Fatalf("applied %d after recovery, want > %d", got, applied)
 	}
 	closeNode(t, n)
+}
+
+// BenchmarkDiskAdmit is the check before every log append, on a real
+// directory: "fresh" reads the free space each time (what every append did
+// before readings were reused), "reused" is the steady state under load.
+func BenchmarkDiskAdmit(b *testing.B) {
+	for _, fresh := range []bool{true, false} {
+		name := map[bool]string{true: "fresh", false: "reused"}[fresh]
+		b.Run(name, func(b *testing.B) {
+			d := newDisk(b.TempDir(), testReserve, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if fresh {
+				var at time.Time
+				d.now = func() time.Time { at = at.Add(freeMaxAge); return at }
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := d.admit(512, "bench"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -49,11 +49,13 @@ const (
 // family is one Prometheus metric name: a kind, and the label names every
 // one of its series has.
 type family struct {
-	kind   kind
-	scale  float64 // what a value is multiplied by (ms to seconds)
-	labels []string
-	desc   *prometheus.Desc
-	series map[string]*series // by label values
+	dotted    string // the go-metrics key, joined with '.'
+	kind      kind
+	scale     float64  // what a value is multiplied by (ms to seconds)
+	rawLabels []string // the label names as reported, sorted
+	labels    []string // the same in snake case
+	desc      *prometheus.Desc
+	series    map[string]*series // by label values
 }
 
 type series struct {
@@ -96,11 +98,7 @@ func (s *Sink) IncrCounterWithLabels(key []string, val float32, labels []metrics
 
 func (s *Sink) AddSample(key []string, val float32) { s.AddSampleWithLabels(key, val, nil) }
 func (s *Sink) AddSampleWithLabels(key []string, val float32, labels []metrics.Label) {
-	k := histogram
-	if plainSamples[strings.Join(key, ".")] {
-		k = summary
-	}
-	s.record(key, k, labels, func(f *family, sr *series) {
+	s.record(key, histogram, labels, func(f *family, sr *series) {
 		v := float64(val) * f.scale
 		sr.count++
 		sr.sum += v
@@ -117,43 +115,96 @@ func (s *Sink) AddSampleWithLabels(key []string, val float32, labels []metrics.L
 // record finds (or makes) the series of key and labels, and updates it.
 // A key already seen under another kind, or with other label names, is
 // dropped: one Prometheus name has one type and one set of labels.
+//
+// Raft reports several times for every batch it stores, sends and applies,
+// so the path for a series already seen allocates nothing: the key and the
+// label values are joined into a stack buffer that the map lookups read
+// without copying, and the family keeps its labels' raw names to compare.
 func (s *Sink) record(key []string, k kind, labels []metrics.Label, update func(*family, *series)) {
-	dotted := strings.Join(key, ".")
-	labels = slices.SortedFunc(slices.Values(labels), func(a, b metrics.Label) int { return strings.Compare(a.Name, b.Name) })
-	names := make([]string, len(labels))
-	values := make([]string, len(labels))
+	var kb, vb [128]byte
+	dotted := joinKey(kb[:0], key)
+	if k == histogram && plainSamples[string(dotted)] {
+		k = summary
+	}
+	var lb [4]metrics.Label
+	labels = sortLabels(append(lb[:0], labels...))
+	id := vb[:0]
 	for i, l := range labels {
-		names[i], values[i] = snakeCase(l.Name), l.Value
+		if i > 0 {
+			id = append(id, '\xff')
+		}
+		id = append(id, l.Value...)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f := s.families[dotted]
+	f := s.families[string(dotted)]
 	if f == nil {
-		f = newFamily(dotted, key, k, names)
-		s.families[dotted] = f
+		f = newFamily(string(dotted), key, k, labels)
+		s.families[f.dotted] = f
 	}
-	if f.kind != k || !slices.Equal(f.labels, names) {
+	if f.kind != k || !sameNames(f.rawLabels, labels) {
 		return
 	}
-	id := strings.Join(values, "\xff")
-	sr := f.series[id]
+	sr := f.series[string(id)]
 	if sr == nil {
-		sr = &series{values: values}
+		sr = &series{values: make([]string, len(labels))}
+		for i, l := range labels {
+			sr.values[i] = l.Value
+		}
 		if k == histogram {
 			sr.buckets = make([]uint64, len(durationBuckets))
 		}
-		f.series[id] = sr
+		f.series[string(id)] = sr
 	}
 	update(f, sr)
 }
 
-func newFamily(dotted string, key []string, k kind, labels []string) *family {
+// joinKey appends go-metrics' key parts joined by '.'.
+func joinKey(dst []byte, key []string) []byte {
+	for i, p := range key {
+		if i > 0 {
+			dst = append(dst, '.')
+		}
+		dst = append(dst, p...)
+	}
+	return dst
+}
+
+// sortLabels sorts labels by name in place (an insertion sort: raft gives
+// one or two).
+func sortLabels(labels []metrics.Label) []metrics.Label {
+	for i := 1; i < len(labels); i++ {
+		for j := i; j > 0 && labels[j].Name < labels[j-1].Name; j-- {
+			labels[j], labels[j-1] = labels[j-1], labels[j]
+		}
+	}
+	return labels
+}
+
+func sameNames(names []string, labels []metrics.Label) bool {
+	if len(names) != len(labels) {
+		return false
+	}
+	for i, l := range labels {
+		if names[i] != l.Name {
+			return false
+		}
+	}
+	return true
+}
+
+func newFamily(dotted string, key []string, k kind, labels []metrics.Label) *family {
+	raw := make([]string, len(labels))
+	names := make([]string, len(labels))
+	for i, l := range labels {
+		raw[i], names[i] = l.Name, snakeCase(l.Name)
+	}
 	parts := make([]string, 0, len(key)+2)
 	parts = append(parts, namespace)
 	for _, p := range key {
 		parts = append(parts, snakeCase(p))
 	}
-	f := &family{kind: k, scale: 1, labels: labels, series: make(map[string]*series)}
+	f := &family{dotted: dotted, kind: k, scale: 1, rawLabels: raw, labels: names, series: make(map[string]*series)}
 	unit := ""
 	switch {
 	case k == counter:
@@ -170,7 +221,7 @@ func newFamily(dotted string, key []string, k kind, labels []string) *family {
 		f.scale = 1.0 / 1000
 	}
 	name := strings.Join(parts, "_")
-	f.desc = prometheus.NewDesc(name, "hashicorp/raft's "+dotted+unit+", through go-metrics.", labels, nil)
+	f.desc = prometheus.NewDesc(name, "hashicorp/raft's "+dotted+unit+", through go-metrics.", names, nil)
 	return f
 }
 

@@ -147,3 +147,17 @@ func keys(m map[string]*dto.MetricFamily) []string {
 	}
 	return out
 }
+
+// BenchmarkSinkRecord is what raft's reports cost the Sink on the commit
+// path: a duration sample, a counter and a labelled sample, as raft makes
+// them for every batch it stores, sends and applies.
+func BenchmarkSinkRecord(b *testing.B) {
+	s := NewSink()
+	peer := []metrics.Label{{Name: "peer_id", Value: "n2"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.AddSample([]string{"raft", "commitTime"}, 0.0004)
+		s.IncrCounter([]string{"raft", "apply"}, 1)
+		s.AddSampleWithLabels([]string{"raft", "replication", "appendEntries", "rpc"}, 0.0002, peer)
+	}
+}
