@@ -75,6 +75,9 @@ var groups = map[string]Cats{
 	"session.open": CatSession, "session.heartbeat": CatSession, "session.kill": CatSession, "session.info": CatSession, "session.list": CatSession,
 	"set": CatString, "get": CatString, "getdel": CatString, "mget": CatString, "mset": CatString, "msetnx": CatString,
 	"getrange": CatString, "incr": CatString, "delifeq": CatString, "strlen": CatString,
+	"setnx": CatString, "setex": CatString, "psetex": CatString, "getset": CatString, "getex": CatString,
+	"append": CatString, "setrange": CatString, "incrby": CatString, "incrbyfloat": CatString,
+	"decr": CatString, "decrby": CatString, "expiretime": CatKeyspace, "pexpiretime": CatKeyspace,
 	"type": CatKeyspace, "dbsize": CatKeyspace, "del": CatKeyspace, "unlink": CatKeyspace, "exists": CatKeyspace,
 	"expire": CatKeyspace, "pexpire": CatKeyspace, "expireat": CatKeyspace, "pexpireat": CatKeyspace,
 	"ttl": CatKeyspace, "pttl": CatKeyspace, "persist": CatKeyspace, "keys": CatKeyspace, "delex": CatKeyspace,
@@ -97,7 +100,7 @@ var slow = map[string]bool{
 	"mget": true, "mset": true, "msetnx": true, "del": true, "unlink": true, "exists": true, "keys": true,
 	"hgetall": true, "eval": true, "evalsha": true, "script": true, "session.list": true, "info": true,
 	"command": true, "client": true, "cluster": true, "acl": true, "flock": true, "blpop": true,
-	"scan": true, "raft.backup": true,
+	"scan": true, "raft.backup": true, "setex": true, "psetex": true, "setrange": true,
 }
 
 // adminSubs are subcommands that need the admin permission although their

@@ -22,6 +22,8 @@ var fuzzSeeds = []string{
 	"GETRANGE k -1 5", "HINCRBY k f x", "DELEX k IFEQ v", "LPOP k -1", "HSET k f v g",
 	"SCAN 0", "SCAN 0 MATCH k* COUNT 100 TYPE string", "SCAN -1 COUNT 0", "SCAN 18446744073709551616",
 	"SCAN +7 count 9223372036854775807", "SCAN x", "SCAN 0 TYPE", "scan 1 match [a-",
+	"SETEX k 9223372036854776 v", "PSETEX k 0 v", "GETEX k EX 1 ex 2", "GETEX k PERSIST EX 1", "GETEX k PXAT abc",
+	"INCRBY k -9223372036854775808", "DECRBY k -9223372036854775808", "SETRANGE k -1 v", "SETRANGE k 536870912 v",
 }
 
 // FuzzParse splits bytes into arguments on NUL, checks them against the
@@ -123,6 +125,32 @@ func FuzzParse(f *testing.F) {
 			_, err := ParseExpire(a)
 			checkParseErr(t, err)
 		}
+		if fits("setex") {
+			r, err := ParseSetEx(a)
+			checkParseErr(t, err)
+			if err == nil && (r.Millis <= 0 || r.Expire != SetEX && r.Expire != SetPX) {
+				t.Fatalf("SETEX parsed to %+v", r)
+			}
+		}
+		if fits("getex") {
+			r, err := ParseGetEx(a)
+			checkParseErr(t, err)
+			checkParseErr(t, r.Invalid)
+			if err == nil && r.Invalid == nil && (r.Persist && r.Expire != SetNoExpire || (r.Expire != SetNoExpire) != (r.Millis > 0)) {
+				t.Fatalf("GETEX parsed to %+v", r)
+			}
+		}
+		if fits("incrby") {
+			_, err := ParseIncrBy(a)
+			checkParseErr(t, err)
+		}
+		if fits("setrange") {
+			r, err := ParseSetRange(a)
+			checkParseErr(t, err)
+			if err == nil && r.Offset < 0 {
+				t.Fatalf("SETRANGE parsed to %+v", r)
+			}
+		}
 		if fits("getrange") {
 			_, err := ParseGetRange(a)
 			checkParseErr(t, err)
@@ -196,7 +224,7 @@ func checkParseErr(t *testing.T, err error) {
 	}
 	known := false
 	for _, e := range []error{ErrSyntax, ErrNotInteger, ErrInvalidExpire, ErrExpireNX, ErrExpireGTLT, ErrUnsupportedOption, ErrOutOfRange,
-		ErrNumKeysTooLarge, ErrNumKeysNegative, ErrTimeoutNotFloat, ErrTimeoutNegative} {
+		ErrNumKeysTooLarge, ErrNumKeysNegative, ErrTimeoutNotFloat, ErrTimeoutNegative, ErrDecrOverflow, ErrOffsetRange} {
 		known = known || errors.Is(err, e)
 	}
 	if !known {

@@ -2,10 +2,11 @@ package commands
 
 import (
 	"fmt"
-	"github.com/fenced/fenced/reply"
+	"math"
 	"strings"
 
 	"github.com/fenced/fenced/internal/ms"
+	"github.com/fenced/fenced/reply"
 )
 
 // Errors of the keyspace parsers, in Redis's words.
@@ -97,22 +98,135 @@ func ParseSet(args [][]byte) (Set, error) {
 		}
 	}
 	if raw != nil {
-		n, err := ParseInt(raw)
+		n, err := expireMillis(raw, r.Expire, "set")
 		if err != nil {
 			return Set{}, err
-		}
-		if n <= 0 {
-			return Set{}, invalidExpire("set")
-		}
-		if r.Expire == SetEX || r.Expire == SetEXAT {
-			var ok bool
-			if n, ok = ms.FromSeconds(n); !ok {
-				return Set{}, invalidExpire("set")
-			}
 		}
 		r.Millis = n
 	}
 	return r, nil
+}
+
+// expireMillis is Redis's getExpireMillisecondsOrReply without the clock:
+// the expiry raw of option opt, in ms, > 0 and not overflowing; what is
+// left (a relative time that overflows once added to the Unix time) the
+// state machine checks.
+func expireMillis(raw []byte, opt SetExpire, cmd string) (int64, error) {
+	n, err := ParseInt(raw)
+	if err != nil {
+		return 0, err
+	}
+	if n <= 0 {
+		return 0, invalidExpire(cmd)
+	}
+	if opt == SetEX || opt == SetEXAT {
+		var ok bool
+		if n, ok = ms.FromSeconds(n); !ok {
+			return 0, invalidExpire(cmd)
+		}
+	}
+	return n, nil
+}
+
+// ParseSetEx parses SETEX key seconds value and PSETEX key milliseconds
+// value, chosen by args[0], into the SET they are.
+func ParseSetEx(args [][]byte) (Set, error) {
+	cmd := strings.ToLower(string(args[0]))
+	r := Set{Key: string(args[1]), Value: string(args[3]), Expire: SetPX}
+	if cmd == "setex" {
+		r.Expire = SetEX
+	}
+	n, err := expireMillis(args[2], r.Expire, cmd)
+	if err != nil {
+		return Set{}, err
+	}
+	r.Millis = n
+	return r, nil
+}
+
+// GetEx is a parsed GETEX key [EX s|PX ms|EXAT s|PXAT ms|PERSIST].
+type GetEx struct {
+	Key     string
+	Expire  SetExpire // SetNoExpire when none is given
+	Persist bool
+	Millis  int64 // as Set.Millis, when Invalid is nil
+	// Invalid is the expiry's own error ("not an integer", "invalid
+	// expire time"), which Redis 7.0 answers only once it has found the
+	// key a string: a missing key answers nil whatever the number.
+	Invalid error
+}
+
+// ParseGetEx parses GETEX with Redis 7.0's option rules (SET's: the same
+// option again is allowed and the last counts, another one is a syntax
+// error); the syntax is checked before the key, the number after.
+func ParseGetEx(args [][]byte) (GetEx, error) {
+	r := GetEx{Key: string(args[1])}
+	var raw []byte
+	for i := 2; i < len(args); i++ {
+		opt := strings.ToUpper(string(args[i]))
+		switch {
+		case opt == "PERSIST" && r.Expire == SetNoExpire:
+			r.Persist = true
+		case setExpireOpt(opt) != SetNoExpire && i+1 < len(args) && !r.Persist &&
+			(r.Expire == SetNoExpire || r.Expire == setExpireOpt(opt)):
+			r.Expire = setExpireOpt(opt)
+			i++
+			raw = args[i]
+		default:
+			return GetEx{}, ErrSyntax
+		}
+	}
+	if raw != nil {
+		r.Millis, r.Invalid = expireMillis(raw, r.Expire, "getex")
+	}
+	return r, nil
+}
+
+// IncrBy is a parsed INCRBY key increment or DECRBY key decrement, as the
+// amount to add.
+type IncrBy struct {
+	Key string
+	By  int64
+}
+
+// ErrDecrOverflow is DECRBY's of -2^63, whose negation does not fit.
+var ErrDecrOverflow = reply.NewErr("ERR", "decrement would overflow")
+
+// ParseIncrBy parses INCRBY and DECRBY, chosen by args[0].
+func ParseIncrBy(args [][]byte) (IncrBy, error) {
+	n, err := ParseInt(args[2])
+	if err != nil {
+		return IncrBy{}, err
+	}
+	if strings.EqualFold(string(args[0]), "decrby") {
+		if n == math.MinInt64 {
+			return IncrBy{}, ErrDecrOverflow
+		}
+		n = -n
+	}
+	return IncrBy{Key: string(args[1]), By: n}, nil
+}
+
+// SetRange is a parsed SETRANGE key offset value.
+type SetRange struct {
+	Key    string
+	Offset int64 // >= 0
+	Value  string
+}
+
+// ErrOffsetRange is SETRANGE's negative offset.
+var ErrOffsetRange = reply.NewErr("ERR", "offset is out of range")
+
+// ParseSetRange parses SETRANGE key offset value.
+func ParseSetRange(args [][]byte) (SetRange, error) {
+	n, err := ParseInt(args[2])
+	if err != nil {
+		return SetRange{}, err
+	}
+	if n < 0 {
+		return SetRange{}, ErrOffsetRange
+	}
+	return SetRange{Key: string(args[1]), Offset: n, Value: string(args[3])}, nil
 }
 
 // Expire is a parsed EXPIRE, PEXPIRE or PEXPIREAT key n [NX|XX|GT|LT].

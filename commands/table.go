@@ -79,6 +79,11 @@ type Spec struct {
 	// Doc is what COMMAND DOCS answers (docs_table.go): the summary and
 	// the arguments, from which Syntax renders the usage.
 	Doc *Doc
+	// Version is the cluster version from which the state machine runs the
+	// command (0: every version). Below it the command is unknown, as it is
+	// to a binary that predates it, so that replicas of both agree during a
+	// rolling upgrade (lockstate/version.go).
+	Version int64
 }
 
 // Syntax is the usage after the command's name, as redis-cli shows it
@@ -148,6 +153,17 @@ func New() *Table {
 		{"getrange", 4, Read | Keyspace},
 		{"strlen", 2, Read | Keyspace},
 		{"incr", 2, Write | Ahead | Keyspace | DenyOOM},
+		{"setnx", 3, Write | Ahead | Keyspace | DenyOOM},
+		{"setex", 4, Write | Ahead | Keyspace | DenyOOM},
+		{"psetex", 4, Write | Ahead | Keyspace | DenyOOM},
+		{"getset", 3, Write | Ahead | Keyspace | DenyOOM},
+		{"getex", -2, Write | Ahead | Keyspace},
+		{"append", 3, Write | Ahead | Keyspace | DenyOOM},
+		{"setrange", 4, Write | Ahead | Keyspace | DenyOOM},
+		{"incrby", 3, Write | Ahead | Keyspace | DenyOOM},
+		{"incrbyfloat", 3, Write | Ahead | Keyspace | DenyOOM},
+		{"decr", 2, Write | Ahead | Keyspace | DenyOOM},
+		{"decrby", 3, Write | Ahead | Keyspace | DenyOOM},
 		{"del", -2, Write | Ahead | Keyspace},
 		{"unlink", -2, Write | Ahead | Keyspace},
 		{"exists", -2, Read | Keyspace},
@@ -157,6 +173,8 @@ func New() *Table {
 		{"pexpireat", -3, Write | Ahead | Keyspace},
 		{"ttl", 2, Read | Keyspace},
 		{"pttl", 2, Read | Keyspace},
+		{"expiretime", 2, Read | Keyspace},
+		{"pexpiretime", 2, Read | Keyspace},
 		{"persist", 2, Write | Ahead | Keyspace},
 		{"keys", 2, Read | Keyspace | Admin},
 		{"scan", -2, Read | Keyspace},
@@ -223,7 +241,7 @@ func New() *Table {
 	t := &Table{byName: make(map[string]*Spec, len(specs))}
 	for i, r := range rows {
 		s := &specs[i]
-		*s = Spec{Name: r.name, Arity: r.arity, Flags: r.flags, Doc: docs[r.name]}
+		*s = Spec{Name: r.name, Arity: r.arity, Flags: r.flags, Doc: docs[r.name], Version: sinceVersion[r.name]}
 		if err := categorize(s); err != nil {
 			panic(err) // a row without an ACL group: TestEveryCommandHasAGroup
 		}
@@ -241,6 +259,15 @@ func New() *Table {
 	return t
 }
 
+// sinceVersion names the commands a cluster runs only from a version on:
+// Redis 7.0's simple string commands came with cluster version 2. A read
+// is gated too, though only inside the log (a script's redis.call), where
+// every replica must answer alike; served directly it needs no gate.
+var sinceVersion = map[string]int64{
+	"setnx": 2, "setex": 2, "psetex": 2, "getset": 2, "getex": 2, "append": 2, "setrange": 2,
+	"incrby": 2, "incrbyfloat": 2, "decr": 2, "decrby": 2, "expiretime": 2, "pexpiretime": 2,
+}
+
 // Lookup finds a command by name, case-insensitively.
 func (t *Table) Lookup(name []byte) (*Spec, bool) {
 	if s, ok := t.byName[string(name)]; ok { // clients usually send lower case
@@ -255,15 +282,26 @@ func (t *Table) All() []*Spec { return t.sorted }
 
 // Check finds the command named by args[0] and checks its arity: the one
 // place arity is checked.
-func (t *Table) Check(args [][]byte) (*Spec, error) {
+func (t *Table) Check(args [][]byte) (*Spec, error) { return t.CheckAt(args, nil) }
+
+// CheckAt is Check where some commands may not exist yet: a command with
+// a Version for which absent(spec) is true is unknown, with the very reply
+// a binary without it gives (before its arity is looked at). absent is
+// called for such commands only, so the common path costs nothing.
+func (t *Table) CheckAt(args [][]byte, absent func(*Spec) bool) (*Spec, error) {
 	s, ok := t.Lookup(args[0])
-	if !ok {
-		return nil, fmt.Errorf("%w '%s', with args beginning with: %s", ErrUnknown, Clip(args[0]), argsPreview(args[1:]))
+	if !ok || s.Version > 1 && absent != nil && absent(s) {
+		return nil, UnknownCommand(args)
 	}
 	if !s.CheckArity(len(args)) {
 		return nil, fmt.Errorf("%w for '%s' command", ErrArity, s.Name)
 	}
 	return s, nil
+}
+
+// UnknownCommand is Redis's error for a command it does not have.
+func UnknownCommand(args [][]byte) error {
+	return fmt.Errorf("%w '%s', with args beginning with: %s", ErrUnknown, Clip(args[0]), argsPreview(args[1:]))
 }
 
 func argsPreview(args [][]byte) string {

@@ -17,9 +17,9 @@ import (
 //	apply                    one entry per input line:
 //	  [index=N] [time=N] [wall=N] OP [session=] [name=] [ttl=] [created=] [lock=] [owner=]
 //	                     [wait=N|none] [limit=] [req=] [fence=] [waitid=]
-//	                     [epoch=] [node=] [raftaddr=] [addr=]
+//	                     [epoch=] [node=] [raftaddr=] [addr=] [version=]
 //	  OP is tick, open, heartbeat, kill, flock, funlock, cancel, forceunlock,
-//	  cancelwaits, join, remove or opN. index defaults to the previous one
+//	  cancelwaits, join, remove, setversion or opN. index defaults to the previous one
 //	  + 1 and time to the previous entry's; wait defaults to none (no WAIT).
 //	  epoch=E and waitid=E.C set WaitID to E<<32 | C. wall, the entry's wall
 //	  clock, defaults to the previous entry's (0: none, as before version 2).
@@ -62,6 +62,7 @@ import (
 //	records     the record layout and Load
 //	keys        the Redis keyspace: strings, TTLs, hashes, lists, KEYS,
 //	            FENCE of a plain key, and its sharing names with locks
+//	strings     Redis 7.0's simple string commands, cluster version 2
 //
 // Not applicable here: 29 (lock-delay is not implemented), and 30 to 36
 // (partitions, crashes, pauses, membership, snapshots under load: cluster
@@ -285,6 +286,8 @@ func (h *harness) apply(b *strings.Builder, line string) error {
 			e.RaftAddr = v
 		case "addr":
 			e.Addr = v
+		case "version":
+			e.Version, err = strconv.ParseInt(v, 10, 64)
 		default:
 			p := map[string]*int64{"ttl": &e.TTL, "created": &e.Created, "limit": &e.Limit, "fence": &e.Fence}[k]
 			if p == nil {
@@ -353,6 +356,8 @@ func parseOp(name string) (Op, error) {
 		return OpNodeJoin, nil
 	case "remove":
 		return OpNodeRemove, nil
+	case "setversion":
+		return OpSetVersion, nil
 	}
 	if n, ok := strings.CutPrefix(name, "op"); ok {
 		v, err := strconv.ParseUint(n, 10, 8)

@@ -37,6 +37,10 @@ func readHandler(name string) handler {
 		return cmdTTL
 	case "pttl":
 		return cmdPTTL
+	case "expiretime":
+		return cmdExpireTime
+	case "pexpiretime":
+		return cmdPExpireTime
 	case "type":
 		return cmdType
 	case "keys":
@@ -75,6 +79,24 @@ func writeHandler(name string) handler {
 		return cmdMsetNX
 	case "incr":
 		return cmdIncr
+	case "setnx":
+		return cmdSetNX
+	case "setex", "psetex":
+		return cmdSetEx
+	case "getset":
+		return cmdGetSet
+	case "getex":
+		return cmdGetEx
+	case "append":
+		return cmdAppend
+	case "setrange":
+		return cmdSetRange
+	case "incrby", "decrby":
+		return cmdIncrBy
+	case "incrbyfloat":
+		return cmdIncrByFloat
+	case "decr":
+		return cmdDecr
 	case "del", "unlink":
 		return cmdDel
 	case "expire", "pexpire", "expireat", "pexpireat":
@@ -146,7 +168,11 @@ func (s *State) call(args []string, now int64, mode execMode) reply.Value {
 	for i, x := range args {
 		a[i] = []byte(x)
 	}
-	spec, err := s.table.Check(a)
+	check := s.table.Check
+	if mode&execWrite != 0 {
+		check = s.checkAt
+	}
+	spec, err := check(a)
 	if err != nil {
 		return reply.ErrorOf(err)
 	}
@@ -165,14 +191,37 @@ func (s *State) call(args []string, now int64, mode execMode) reply.Value {
 	return reply.Error(fmt.Sprintf("ERR '%s' is not a keyspace command", spec.Name))
 }
 
+// checkAt is Table.Check at the cluster's version: inside the log (an
+// OpExec, a script's redis.call) a command the version does not have yet
+// is unknown, exactly as a replica on an older binary answers it, so that
+// the two agree during a rolling upgrade.
+func (s *State) checkAt(a [][]byte) (*commands.Spec, error) {
+	return s.table.CheckAt(a, func(spec *commands.Spec) bool { return spec.Version > s.Version() })
+}
+
 // write runs the write command a with its handler h, unless it would grow
 // the state past the entry's MaxMemory (memory.go): from an OpExec entry
 // and from a script alike.
 func (s *State) write(spec *commands.Spec, h handler, a [][]byte, now int64) reply.Value {
-	if spec.Has(commands.DenyOOM) && !s.roomFor(argBytes(a)) {
+	if spec.Has(commands.DenyOOM) && !s.roomFor(argBytes(a)+extraGrowth(spec.Name, a)) {
 		return errOOM
 	}
 	return h(s, a, now)
+}
+
+// extraGrowth is what a command may add beyond its arguments: SETRANGE's
+// zero padding up to its offset (a string holds MaxRecord at most), and
+// the digits INCRBYFLOAT may print (up to Redis's 5 KiB for a long double).
+func extraGrowth(name string, a [][]byte) int64 {
+	switch name {
+	case "setrange":
+		if n, err := commands.ParseInt(a[2]); err == nil && n > 0 {
+			return min(n, MaxRecord)
+		}
+	case "incrbyfloat":
+		return 5 << 10
+	}
+	return 0
 }
 
 // find returns the live key name, or lock = true when name is a held
@@ -253,6 +302,41 @@ func remaining(s *State, a [][]byte, now int64) (int64, bool) {
 func cmdPTTL(s *State, a [][]byte, now int64) reply.Value {
 	d, _ := remaining(s, a, now)
 	return reply.Int(d)
+}
+
+// cmdExpireTime and cmdPExpireTime answer the key's deadline as a Unix
+// time: the deadline in cluster time, as far from the last entry's time as
+// it is from that entry's wall clock (the inverse of fromUnix).
+func cmdExpireTime(s *State, a [][]byte, now int64) reply.Value {
+	at, ok := s.expireTime(a, now)
+	if ok {
+		at = ms.Add(at, 500) / 1000
+	}
+	return reply.Int(at)
+}
+
+func cmdPExpireTime(s *State, a [][]byte, now int64) reply.Value {
+	at, _ := s.expireTime(a, now)
+	return reply.Int(at)
+}
+
+// expireTime is PEXPIRETIME's answer: -2 no key, -1 no TTL, or the Unix
+// ms of the deadline (ok).
+func (s *State) expireTime(a [][]byte, now int64) (int64, bool) {
+	k, lock := s.find(string(a[1]), now)
+	switch {
+	case lock:
+		return -1, false
+	case k == nil:
+		return -2, false
+	case !k.ttl:
+		return -1, false
+	}
+	at := k.timer.deadline
+	if s.wall != 0 { // else the entries carry no wall clock: cluster time is all there is
+		at = ms.Add(at, ms.Sub(s.wall, s.time))
+	}
+	return max(0, at), true
 }
 
 func cmdTTL(s *State, a [][]byte, now int64) reply.Value {

@@ -18,6 +18,8 @@ var execNames = []string{
 	"EXPIRE", "PEXPIRE", "PEXPIREAT", "TTL", "PTTL", "PERSIST", "TYPE", "KEYS", "DELEX", "DELIFEQ",
 	"HSET", "HGET", "HINCRBY", "HEXISTS", "HDEL", "HGETALL", "LPUSH", "RPUSH", "LPOP", "LLEN", "DBSIZE", "STRLEN", "HLEN",
 	"BLPOP", "PUBLISH", "EVAL", "EVALSHA", "SCRIPT",
+	"SETNX", "SETEX", "PSETEX", "GETSET", "GETEX", "APPEND", "SETRANGE", "INCRBY", "INCRBYFLOAT", "DECR", "DECRBY",
+	"EXPIRETIME", "PEXPIRETIME",
 	"FLOCK", "PING", "NOPE",
 }
 
@@ -28,6 +30,8 @@ var execWords = []string{
 	"KEEPTTL", "EXAT", "IFEQ", "IFNE", "*", "?", "[a-k]", "9223372036854775807", "-9223372036854775808",
 	"9223372036854775808", "01", "f", "LOAD", "EXISTS", "FLUSH", "return 1",
 	"return redis.call('rpush', KEYS[1], ARGV[1])", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db",
+	"PERSIST", "PXAT", "0.1", "-1.5e3", "inf", "nan", "1e4932", "0x1p-3", "4194304", "536870912",
+	"return redis.call('incrbyfloat', KEYS[1], ARGV[1])",
 }
 
 // execCheck applies one OpExec (and an FLOCK or FUNLOCK of lock "a" now and
@@ -44,6 +48,10 @@ type execCheck struct {
 func newExecCheck() *execCheck {
 	c := &execCheck{s: New(Config{}), w: newMemWriter()}
 	c.apply(Entry{Op: OpSessionOpen, Session: "s", TTL: 1 << 40})
+	// At cluster version 2, so that its commands run (version_test.go
+	// checks them at 1).
+	c.apply(Entry{Op: OpNodeJoin, Node: "n1", RaftAddr: "r:1", Addr: "a:1", Version: 2})
+	c.apply(Entry{Op: OpSetVersion, Version: 2})
 	return c
 }
 
@@ -99,6 +107,7 @@ func FuzzExec(f *testing.F) {
 		"SET a v", "SET k v NX PX 100 GET", "HSET h f 1 g 2", "HINCRBY h f 9223372036854775807", "RPUSH l a b",
 		"LPOP l 5", "GETRANGE k -1 -5", "KEYS [a-k]*", "PEXPIRE k 0", "MSETNX a 1 k 2", "DELEX k IFEQ v",
 		"INCR k", "FLOCK", "SET a v", "FUNLOCK", "HDEL h f g",
+		"SETNX a v", "GETEX k PX 10", "SETRANGE k 3 x", "APPEND k y", "INCRBYFLOAT k 1e4932", "DECRBY k -9223372036854775808",
 	} {
 		f.Add([]byte(strings.ReplaceAll(line, " ", "\x00")))
 	}

@@ -3,6 +3,8 @@ package lockstate
 import (
 	"fmt"
 	"github.com/fenced/fenced/resp"
+	"math"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,8 +13,10 @@ import (
 )
 
 // The model's keyspace: a subset of the commands (SET [NX|XX] [PX ms], DEL,
-// PEXPIRE, PERSIST, INCR; GET, PTTL, TYPE, EXISTS, KEYS *, FENCE), written
-// plainly, with no heap and no parsers of its own beyond Sscan.
+// PEXPIRE, PERSIST, INCR, and from cluster version 2 SETNX, PSETEX, GETSET,
+// GETEX, APPEND, SETRANGE, INCRBY, DECR, DECRBY, INCRBYFLOAT; GET, PTTL,
+// PEXPIRETIME, EXPIRETIME, TYPE, EXISTS, KEYS *, FENCE), written plainly,
+// with no heap and no parsers of its own beyond strconv and math/big.
 
 type mKey struct {
 	val      string
@@ -43,10 +47,180 @@ func (m *model) liveKey(name string, now int64) *mKey {
 
 var wrongType = reply.Error("WRONGTYPE Operation against a key holding the wrong kind of value")
 
+// versionTwo are the commands a cluster runs from version 2 on.
+var versionTwo = []string{"SETNX", "SETEX", "PSETEX", "GETSET", "GETEX", "APPEND", "SETRANGE", "INCRBY", "INCRBYFLOAT", "DECR", "DECRBY"}
+
 func (m *model) exec(args []string, now int64) reply.Value {
 	name := args[1]
 	k := m.liveKey(name, now)
-	switch strings.ToUpper(args[0]) {
+	lock := m.locks[name] != nil
+	cmd := strings.ToUpper(args[0])
+	if slices.Contains(versionTwo, cmd) && m.version < 2 {
+		var b strings.Builder
+		for _, a := range args[1:] {
+			fmt.Fprintf(&b, "'%s' ", a)
+		}
+		return reply.Error(fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", args[0], b.String()))
+	}
+	// set makes name the string v, a new key if there is none.
+	set := func(v string) *mKey {
+		if k == nil {
+			k = &mKey{created: int64(m.index)}
+			m.keys[name] = k
+		}
+		k.val = v
+		return k
+	}
+	switch cmd {
+	case "SETNX":
+		switch {
+		case lock:
+			return wrongType
+		case k != nil:
+			return reply.Int(0)
+		}
+		set(args[2]).ttl = false
+		return reply.Int(1)
+	case "PSETEX":
+		px, _ := strconv.ParseInt(args[2], 10, 64)
+		switch {
+		case px <= 0:
+			return reply.Error("ERR invalid expire time in 'psetex' command")
+		case lock:
+			return wrongType
+		}
+		k := set(args[3])
+		k.ttl, k.deadline = true, now+px
+		return reply.OK()
+	case "GETSET":
+		if lock {
+			return wrongType
+		}
+		old := reply.Null()
+		if k != nil {
+			old = reply.BulkString(k.val)
+		}
+		set(args[2]).ttl = false
+		return old
+	case "GETEX":
+		switch {
+		case lock:
+			return wrongType
+		case k == nil:
+			return reply.Null()
+		}
+		val := reply.BulkString(k.val)
+		if len(args) == 2 {
+			return val
+		}
+		n, _ := strconv.ParseInt(args[len(args)-1], 10, 64)
+		switch args[2] {
+		case "PERSIST":
+			k.ttl = false
+		case "PX":
+			if n <= 0 {
+				return reply.Error("ERR invalid expire time in 'getex' command")
+			}
+			k.ttl, k.deadline = true, now+n
+		case "PXAT":
+			switch {
+			case n <= 0:
+				return reply.Error("ERR invalid expire time in 'getex' command")
+			case !m.walled:
+				return reply.Error("ERR EXAT and PXAT are not supported in scripts")
+			case now+n-m.unix <= now:
+				delete(m.keys, name)
+			default:
+				k.ttl, k.deadline = true, now+n-m.unix
+			}
+		}
+		return val
+	case "APPEND":
+		if lock {
+			return wrongType
+		}
+		old := ""
+		if k != nil {
+			old = k.val
+		}
+		return reply.Int(int64(len(set(old + args[2]).val)))
+	case "SETRANGE":
+		off, _ := strconv.Atoi(args[2])
+		switch {
+		case off < 0:
+			return reply.Error("ERR offset is out of range")
+		case lock:
+			return wrongType
+		case args[3] == "" && k == nil:
+			return reply.Int(0)
+		case args[3] == "":
+			return reply.Int(int64(len(k.val)))
+		}
+		old := ""
+		if k != nil {
+			old = k.val
+		}
+		for len(old) < off+len(args[3]) {
+			old += "\x00"
+		}
+		return reply.Int(int64(len(set(old[:off] + args[3] + old[off+len(args[3]):]).val)))
+	case "INCR", "INCRBY", "DECRBY", "DECR":
+		by := big.NewInt(1)
+		if cmd == "DECR" {
+			by = big.NewInt(-1)
+		}
+		if len(args) > 2 {
+			var ok bool
+			if by, ok = redisInt(args[2]); !ok {
+				return reply.Error("ERR value is not an integer or out of range")
+			}
+			if cmd == "DECRBY" {
+				if by.Int64() == math.MinInt64 {
+					return reply.Error("ERR decrement would overflow")
+				}
+				by.Neg(by)
+			}
+		}
+		if lock {
+			return wrongType
+		}
+		n := big.NewInt(0)
+		if k != nil {
+			var ok bool
+			if n, ok = redisInt(k.val); !ok {
+				return reply.Error("ERR value is not an integer or out of range")
+			}
+		}
+		if n.Add(n, by); !n.IsInt64() {
+			return reply.Error("ERR increment or decrement would overflow")
+		}
+		set(n.String())
+		return reply.Int(n.Int64())
+	case "INCRBYFLOAT":
+		// C's long double: strtold rounds each number to a 64-bit
+		// significand, the sum is rounded again, and %.17Lf prints the
+		// binary value's exact decimal expansion rounded to 17 places
+		// (the generator's numbers never fall on a tie there).
+		if lock {
+			return wrongType
+		}
+		v := new(big.Rat)
+		if k != nil {
+			if _, ok := v.SetString(k.val); !ok {
+				return reply.Error("ERR value is not a valid float")
+			}
+		}
+		by, ok := new(big.Rat).SetString(args[2])
+		if !ok {
+			return reply.Error("ERR value is not a valid float")
+		}
+		long := func(r *big.Rat) *big.Float { return new(big.Float).SetPrec(64).SetRat(r) }
+		sum, _ := new(big.Float).SetPrec(64).Add(long(v), long(by)).Rat(nil)
+		out := strings.TrimSuffix(strings.TrimRight(sum.FloatString(17), "0"), ".")
+		if out == "-0" {
+			out = "0"
+		}
+		return reply.BulkString(set(out).val)
 	case "SET":
 		nx, xx := slices.Contains(args, "NX"), slices.Contains(args, "XX")
 		var px int64
@@ -112,26 +286,18 @@ func (m *model) exec(args []string, now int64) reply.Value {
 		}
 		k.ttl = false
 		return reply.Int(1)
-	case "INCR":
-		if m.locks[name] != nil {
-			return wrongType
-		}
-		var n int64
-		if k != nil {
-			var err error
-			if n, err = strconv.ParseInt(k.val, 10, 64); err != nil {
-				return reply.Error("ERR value is not an integer or out of range")
-			}
-		}
-		if k == nil {
-			k = &mKey{created: int64(m.index)}
-			m.keys[name] = k
-		}
-		n++
-		k.val = strconv.FormatInt(n, 10)
-		return reply.Int(n)
 	}
 	panic("model: unknown command " + args[0])
+}
+
+// redisInt reads s as Redis's string2ll: an int64 written the one way
+// FormatInt writes it (no sign but '-', no leading zero, no "-0").
+func redisInt(s string) (*big.Int, bool) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || strconv.FormatInt(n, 10) != s {
+		return nil, false
+	}
+	return big.NewInt(n), true
 }
 
 // read answers the model's read commands.
@@ -156,6 +322,23 @@ func (m *model) read(args []string, now int64) reply.Value {
 			return reply.Int(-2)
 		}
 		return reply.Int(max(0, k.deadline-now))
+	case "PEXPIRETIME", "EXPIRETIME":
+		switch {
+		case lock || (k != nil && !k.ttl):
+			return reply.Int(-1)
+		case k == nil:
+			return reply.Int(-2)
+		}
+		// As far from the last entry's wall clock as from its time.
+		at := k.deadline
+		if m.wall != 0 {
+			at += m.wall - m.time
+		}
+		at = max(0, at)
+		if args[0] == "EXPIRETIME" {
+			at = (at + 500) / 1000
+		}
+		return reply.Int(at)
 	case "TYPE":
 		switch {
 		case lock:
@@ -204,7 +387,7 @@ func (g *gen) genExec() []string {
 	name := g.pick(genKeys())
 	ms := func() string { return strconv.Itoa(10 * g.src.intn(30)) }
 	at := func() string { return strconv.FormatInt(g.wall+10*int64(g.src.intn(30)-5), 10) }
-	switch g.src.intn(10) {
+	switch g.src.intn(20) {
 	case 8:
 		return []string{"PEXPIREAT", name, at()}
 	case 9:
@@ -227,8 +410,36 @@ func (g *gen) genExec() []string {
 		return []string{"PEXPIRE", name, ms()}
 	case 5:
 		return []string{"PERSIST", name}
-	default:
+	case 6, 7:
 		return []string{"incr", name}
+	case 10:
+		return []string{"SETNX", name, fmt.Sprint(g.src.intn(3))}
+	case 11:
+		return []string{"PSETEX", name, ms(), "p"}
+	case 12:
+		return []string{"GETSET", name, fmt.Sprint(g.src.intn(3))}
+	case 13:
+		switch g.src.intn(4) {
+		case 0:
+			return []string{"GETEX", name}
+		case 1:
+			return []string{"GETEX", name, "PERSIST"}
+		case 2:
+			return []string{"GETEX", name, "PX", ms()}
+		}
+		return []string{"GETEX", name, "PXAT", at()}
+	case 14:
+		return []string{"APPEND", name, g.pick([]string{"", "x", "1"})}
+	case 15:
+		return []string{"SETRANGE", name, g.pick([]string{"-1", "0", "1", "3"}), g.pick([]string{"", "y", "23"})}
+	case 16:
+		return []string{"INCRBY", name, g.pick([]string{"1", "-3", "9223372036854775807", "-9223372036854775808", "x"})}
+	case 17:
+		return []string{"DECRBY", name, g.pick([]string{"2", "-1", "9223372036854775807", "-9223372036854775808"})}
+	case 18:
+		return []string{"DECR", name}
+	default:
+		return []string{"INCRBYFLOAT", name, g.pick([]string{"1.5", "-0.25", "0.5", "2", "x"})}
 	}
 }
 
@@ -236,7 +447,7 @@ func (g *gen) genExec() []string {
 func compareKeyReads(s *State, m *model, now int64) error {
 	names := append(genKeys(), genLocks()...)
 	for _, name := range names {
-		for _, cmd := range []string{"GET", "PTTL", "TYPE", "EXISTS"} {
+		for _, cmd := range []string{"GET", "PTTL", "PEXPIRETIME", "EXPIRETIME", "TYPE", "EXISTS"} {
 			args := []string{cmd, name}
 			if got, want := s.Exec(args, now), m.read(args, now); resp.FromReply(got).String() != resp.FromReply(want).String() {
 				return fmt.Errorf("Exec(%q) = %v, model %v", args, got, want)

@@ -23,6 +23,7 @@ type model struct {
 	locks    map[string]*mLock
 	members  map[string]Member
 	keys     map[string]*mKey // model_keys_test.go
+	version  int64            // the cluster version, 0 until raised
 	// users are kept with the acl package's own rule application, which
 	// acl's tests check; the model checks what the state does with them.
 	users map[string]*acl.User
@@ -155,14 +156,34 @@ func (m *model) apply(index uint64, e Entry) Result {
 	case OpNodeJoin:
 		old, ok := m.members[e.Node]
 		switch {
-		case e.Node == "" || e.RaftAddr == "" || e.Addr == "":
+		case e.Node == "" || e.RaftAddr == "" || e.Addr == "" || e.Version < 0:
 			r.Err = ErrBadEntry
 		case old.Removed:
 			r.Err = ErrNodeRemoved
 		default:
-			m.members[e.Node] = Member{ID: e.Node, RaftAddr: e.RaftAddr, Addr: e.Addr}
+			// A join that says no version keeps the one announced before.
+			v := e.Version
+			if v == 0 {
+				v = old.Version
+			}
+			m.members[e.Node] = Member{ID: e.Node, RaftAddr: e.RaftAddr, Addr: e.Addr, Version: v}
 			if !ok {
 				r.Int = 1
+			}
+		}
+	case OpSetVersion:
+		switch {
+		case e.Version <= max(m.version, 1):
+		case e.Version > MaxVersion:
+			r.Err = ErrVersionUnknown
+		default:
+			for _, mb := range m.members {
+				if !mb.Removed && max(mb.Version, 1) < e.Version {
+					r.Err = ErrVersionBehind
+				}
+			}
+			if r.Err == nil {
+				m.version, r.Int = e.Version, e.Version
 			}
 		}
 	case OpNodeRemove:
@@ -171,7 +192,7 @@ func (m *model) apply(index uint64, e Entry) Result {
 		case e.Node == "":
 			r.Err = ErrBadEntry
 		case !old.Removed:
-			m.members[e.Node] = Member{ID: e.Node, RaftAddr: old.RaftAddr, Addr: old.Addr, Removed: true}
+			m.members[e.Node] = Member{ID: e.Node, RaftAddr: old.RaftAddr, Addr: old.Addr, Version: old.Version, Removed: true}
 			if ok {
 				r.Int = 1
 			}

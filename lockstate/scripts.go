@@ -192,7 +192,7 @@ func (e scriptEnv) Call(args []string) reply.Value {
 	for i, x := range args {
 		a[i] = []byte(x)
 	}
-	spec, err := e.s.table.Check(a)
+	spec, err := e.s.checkAt(a)
 	switch {
 	case errors.Is(err, commands.ErrArity):
 		return reply.Error(script.ErrWrongArity)

@@ -3,7 +3,12 @@
 package lockstate
 
 // MaxVersion is the highest cluster version this binary knows.
-const MaxVersion = 1
+//
+//	1  every release before the version gate
+//	2  Redis 7.0's simple string commands: SETNX, SETEX, PSETEX, GETSET,
+//	   GETEX, APPEND, SETRANGE, INCRBY, INCRBYFLOAT, DECR, DECRBY, and
+//	   EXPIRETIME and PEXPIRETIME inside scripts (commands.Spec.Version)
+const MaxVersion = 2
 
 // incrStep is what INCR adds: 1 at every version this binary knows.
 func (s *State) incrStep() int64 { return 1 }

@@ -87,7 +87,7 @@ func (s *Server) nativeHandlers() map[string]handlerFunc {
 func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 	s.stats.commands.Add(1)
 	start := time.Now()
-	spec, err := s.table.Check(args)
+	spec, err := s.table.CheckAt(args, s.notYetSettled)
 	if err == nil {
 		// Who may run it: -NOAUTH, then the user's ACL (-NOPERM), then
 		// node-to-node commands kept to the peer channel.
@@ -109,6 +109,10 @@ func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 		}
 	case s.starting(c, spec) && !s.start.wait(c.Context(), settleWait):
 		v = errorReply(fmt.Errorf("%w: %s", ErrStarting, s.start.why()))
+	case spec.Version > 1 && s.notYet(spec):
+		// Arrived before the node settled, which is when a new cluster
+		// moves to the newest version (announce): decided now.
+		v = errorReply(commands.UnknownCommand(args))
 	case s.redirects(c, spec):
 		v = s.moved()
 	case s.leaderOnly(c, spec):

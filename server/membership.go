@@ -191,6 +191,10 @@ func (s *Server) announce(ctx context.Context) {
 			s.waits.forgetEpochs(epochs)
 		}
 		if len(epochs) == 0 {
+			// A new cluster moves to the newest version before its first
+			// client command, rather than a poll later (version.go); where
+			// other members have yet to announce, the gate does it then.
+			s.raiseVersion(ctx, "")
 			s.start.settle()
 			s.log.Info("node settled", "id", s.cfg.ID)
 			return

@@ -24,11 +24,13 @@ func TestGenericHandlers(t *testing.T) {
 			reads = append(reads, spec.Name)
 		}
 	}
-	wantWrites := []string{"del", "delex", "delifeq", "eval", "evalsha", "expire", "expireat", "getdel", "hdel", "hincrby", "hset",
-		"incr", "lpop", "lpush", "mset", "msetnx", "persist", "pexpire", "pexpireat", "rpush", "script", "set", "unlink"}
+	wantWrites := []string{"append", "decr", "decrby", "del", "delex", "delifeq", "eval", "evalsha", "expire", "expireat", "getdel",
+		"getex", "getset", "hdel", "hincrby", "hset", "incr", "incrby", "incrbyfloat", "lpop", "lpush", "mset", "msetnx", "persist",
+		"pexpire", "pexpireat", "psetex", "rpush", "script", "set", "setex", "setnx", "setrange", "unlink"}
 	// KEYS and SCAN have handlers of their own, which read in steps
 	// (scanSteps).
-	wantReads := []string{"dbsize", "exists", "get", "getrange", "hexists", "hget", "hgetall", "hlen", "llen", "mget", "pttl", "strlen", "ttl", "type"}
+	wantReads := []string{"dbsize", "exists", "expiretime", "get", "getrange", "hexists", "hget", "hgetall", "hlen", "llen", "mget",
+		"pexpiretime", "pttl", "strlen", "ttl", "type"}
 	if !slices.Equal(writes, wantWrites) {
 		t.Errorf("execWrite serves\n %v\nwant %v", writes, wantWrites)
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,6 +56,9 @@ type Server struct {
 	users   userCache     // the replicated ACL users (acl.go)
 	aclLog  aclLog        // this node's ACL refusals, for ACL LOG
 	metrics *metrics      // /metrics (prometheus.go)
+	// version is the highest cluster version this node has seen applied
+	// (version.go: clusterVersion); it only rises.
+	version atomic.Int64
 }
 
 // Start opens the node and starts serving clients on cfg.Listen and

@@ -508,3 +508,122 @@ func TestBadCommandDocs(t *testing.T) {
 		t.Fatal("the server died")
 	}
 }
+
+// TestBadStringInput: the string commands of cluster version 2 under
+// hostile input. A held lock's name is never written (WRONGTYPE, the lock
+// and its token unchanged); APPEND and SETRANGE stop at fenced's 4 MiB
+// string, past which Redis would go on to 512 MiB, and a SETRANGE offset
+// is charged against --maxmemory before it runs; INCRBYFLOAT's numbers of
+// thousands of digits or of huge exponents are refused or computed without
+// holding the node up; and the node serves on. Each refusal changes
+// nothing.
+func TestBadStringInput(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOpts{args: []string{"--maxmemory", "16mb"}})
+	c := n.soloClient(t)
+	ctx := tctx(t)
+	sess := openSession(t, c, 600000, "strings")
+	tok, err := do(ctx, c, "FLOCK", "held", sess)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect := func(want string, args ...any) {
+		t.Helper()
+		got, err := do(ctx, c, args...)
+		if err != nil {
+			got = "error: " + err.Error()
+		}
+		if fmt.Sprint(got) != want {
+			t.Errorf("%v = %v, want %s", args, got, want)
+		}
+	}
+	const wrongType = "error: WRONGTYPE Operation against a key holding the wrong kind of value"
+	for _, args := range [][]any{{"SETNX", "held", "v"}, {"SETEX", "held", "10", "v"}, {"PSETEX", "held", "10", "v"},
+		{"GETSET", "held", "v"}, {"GETEX", "held", "PERSIST"}, {"GETEX", "held"}, {"APPEND", "held", "v"},
+		{"SETRANGE", "held", "0", "v"}, {"INCRBY", "held", "1"}, {"INCRBYFLOAT", "held", "1"}, {"DECR", "held"},
+		{"DECRBY", "held", "1"}, {"EVAL", "return redis.call('SETNX', KEYS[1], 'v')", "1", "held"}} {
+		want := wrongType
+		if args[0] == "EVAL" {
+			want = "error: WRONGTYPE Operation against a key holding the wrong kind of value script: " // then its id
+			got, err := do(ctx, c, args...)
+			if err == nil || !strings.HasPrefix("error: "+err.Error(), want) {
+				t.Errorf("%v = %v %v, want %s...", args, got, err, want)
+			}
+			continue
+		}
+		expect(want, args...)
+	}
+	expect("-1", "EXPIRETIME", "held")
+	expect("-1", "PEXPIRETIME", "held")
+	expect("fencedlock", "TYPE", "held")
+	expect(fmt.Sprint(tok), "FENCE", "held")
+
+	// 4 MiB and not a byte more, by SETRANGE and by APPEND.
+	const tooLarge = "error: ERR the string would grow past 4 MiB, the largest APPEND or SETRANGE may make"
+	expect(tooLarge, "SETRANGE", "big", strconv.Itoa(4<<20), "x")
+	expect("0", "EXISTS", "big")
+	expect(strconv.Itoa(4<<20), "SETRANGE", "big", strconv.Itoa(4<<20-1), "x")
+	expect(tooLarge, "APPEND", "big", "x")
+	expect(tooLarge, "SETRANGE", "big", strconv.Itoa(4<<20-1), "xy")
+	expect(strconv.Itoa(4<<20), "STRLEN", "big")
+	expect("1", "DEL", "big")
+	chunk := strings.Repeat("a", 512<<10-64)
+	for i := range 9 {
+		got, err := do(ctx, c, "APPEND", "grown", chunk)
+		if i < 8 && (err != nil || got != int64((i+1)*len(chunk))) {
+			t.Fatalf("APPEND %d: %v %v", i, got, err)
+		}
+		if i == 8 && (err == nil || "error: "+err.Error() != tooLarge) {
+			t.Fatalf("APPEND past 4 MiB: %v %v", got, err)
+		}
+	}
+	expect(strconv.Itoa(8*len(chunk)), "STRLEN", "grown")
+	expect("error: ERR string exceeds maximum allowed size (proto-max-bulk-len)", "SETRANGE", "big", "9223372036854775807", "x")
+	expect("error: ERR offset is out of range", "SETRANGE", "big", "-9223372036854775808", "x")
+
+	// Filling the state up to --maxmemory (16 MB) with SETRANGEs of a few
+	// bytes of arguments each: the one whose offset would pad the state
+	// past it is refused as OOM before it runs, while a small SET still
+	// fits, and everything can be deleted.
+	oom := -1
+	for i := range 6 {
+		got, err := do(ctx, c, "SETRANGE", fmt.Sprintf("fill%d", i), strconv.Itoa(4<<20-1), "x")
+		if err != nil {
+			if "error: "+err.Error() != "error: "+oomReply {
+				t.Fatalf("SETRANGE fill%d: %v", i, err)
+			}
+			oom = i
+			break
+		}
+		if got != int64(4<<20) {
+			t.Fatalf("SETRANGE fill%d = %v", i, got)
+		}
+	}
+	if oom < 1 {
+		t.Fatalf("SETRANGE refused at fill%d; want some to fit, then an OOM", oom)
+	}
+	expect("0", "EXISTS", fmt.Sprintf("fill%d", oom))
+	expect("OK", "SET", "small", "x")
+	for i := range oom {
+		expect("1", "DEL", fmt.Sprintf("fill%d", i))
+	}
+
+	// Floats: the longest text a long double may have and one byte more,
+	// exponents far out of range, and hex digits by the thousand.
+	expect("error: ERR value is not a valid float", "INCRBYFLOAT", "f", "1"+strings.Repeat("0", 5120))
+	expect("error: ERR value is not a valid float", "INCRBYFLOAT", "f", "1e99999999999999999999")
+	expect("error: ERR value is not a valid float", "INCRBYFLOAT", "f", "1e-99999999999999999999")
+	expect("error: ERR value is not a valid float", "INCRBYFLOAT", "f", "0x1p99999999999999999999")
+	expect("0", "EXISTS", "f")
+	expect("error: ERR value is not a valid float", "INCRBYFLOAT", "f", "0."+strings.Repeat("0", 5000)+"1") // underflows
+	expect("error: ERR value is not a valid float", "INCRBYFLOAT", "f", "1.2e4932")                         // overflows
+	expect("0", "EXISTS", "f")
+	expect("1", "INCRBYFLOAT", "f", "0x1"+strings.Repeat("0", 1000)+"p-4000")
+	big, err := do(ctx, c, "INCRBYFLOAT", "big", "1e4932")
+	if s, _ := big.(string); err != nil || len(s) != 4933 {
+		t.Fatalf("INCRBYFLOAT big 1e4932 = %.40v... %v", big, err)
+	}
+	expect("error: ERR increment would produce NaN or Infinity", "INCRBYFLOAT", "big", "1e4932")
+	expect(fmt.Sprint(big), "GET", "big")
+	expect("PONG", "PING")
+}
