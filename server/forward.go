@@ -170,16 +170,11 @@ func (f *forwarder) handshake(ctx context.Context, do func(context.Context, ...[
 	return nil
 }
 
-// do sends args to the node at addr and returns its reply. Errors wrap
-// resp.ErrNotSent when nothing reached the leader, resp.ErrReplyLost when
-// the reply was lost after sending. It never resends a command that may
-// have reached the leader.
-func (f *forwarder) do(ctx context.Context, addr string, timeout time.Duration, args ...[]byte) (resp.Value, error) {
-	return f.send(ctx, addr, timeout, func(ctx context.Context, c *resp.Client) (resp.Value, error) { return c.Do(ctx, args...) })
-}
-
-// doAs is do for a command of user: RAFT.USER goes ahead of it, in the
-// same write, so the leader answers it as that user.
+// doAs sends args to the node at addr as a command of user (RAFT.USER
+// goes ahead of it, in the same write, so the leader answers it as that
+// user) and returns its reply. Errors wrap resp.ErrNotSent when nothing
+// reached the leader, resp.ErrReplyLost when the reply was lost after
+// sending. It never resends a command that may have reached the leader.
 func (f *forwarder) doAs(ctx context.Context, addr string, timeout time.Duration, user string, args ...[]byte) (resp.Value, error) {
 	return f.send(ctx, addr, timeout, func(ctx context.Context, c *resp.Client) (resp.Value, error) {
 		vs, err := c.Pipeline(ctx, [][][]byte{{[]byte("RAFT.USER"), []byte(user)}, args})
