@@ -334,7 +334,6 @@ const ShutdownBound = 10 * time.Second
 // port, SIGHUP reloads its certificate, key and CA (notifyReload).
 func Run(ctx context.Context, cfg Config) error {
 	limitHeap(cfg.MaxMemory)
-	tuneGC(ctx)
 	stop := notifyReload(&cfg)
 	defer stop()
 	s, err := Start(cfg)

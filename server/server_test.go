@@ -633,16 +633,3 @@ func TestServerFirstRead(t *testing.T) {
 		t.Fatalf("FENCE of a free lock = %#v, %v; want null", v, err)
 	}
 }
-
-// TestGCPercent: the heap may grow by max(live, 64 MiB) between
-// collections, GOGC between 100 and 1,000 in steps of 50.
-func TestGCPercent(t *testing.T) {
-	for live, want := range map[uint64]int{
-		0: 1000, 1 << 20: 1000, 6 << 20: 1000, 16 << 20: 400, 20 << 20: 300,
-		63 << 20: 100, 64 << 20: 100, 1 << 30: 100, 1 << 40: 100,
-	} {
-		if got := gcPercent(live); got != want {
-			t.Errorf("gcPercent(%d MiB) = %d, want %d", live>>20, got, want)
-		}
-	}
-}
