@@ -224,7 +224,7 @@ func checkParseErr(t *testing.T, err error) {
 	}
 	known := false
 	for _, e := range []error{ErrSyntax, ErrNotInteger, ErrInvalidExpire, ErrExpireNX, ErrExpireGTLT, ErrUnsupportedOption, ErrOutOfRange,
-		ErrNumKeysTooLarge, ErrNumKeysNegative, ErrTimeoutNotFloat, ErrTimeoutNegative, ErrDecrOverflow, ErrOffsetRange} {
+		ErrNumKeysTooLarge, ErrNumKeysNegative, ErrTimeoutNotFloat, ErrTimeoutNegative, ErrDecrOverflow, ErrOffsetRange, ErrArity} {
 		known = known || errors.Is(err, e)
 	}
 	if !known {

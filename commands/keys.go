@@ -367,7 +367,9 @@ func ParseCount(args [][]byte) (int64, error) {
 		return -1, nil
 	}
 	if len(args) > 3 {
-		return 0, ErrSyntax
+		// Redis's popGenericCommand answers the arity error, not a syntax
+		// error, though LPOP's table arity (-2) let the command through.
+		return 0, ArityError("lpop")
 	}
 	n, err := ParseInt(args[2])
 	if err != nil || n < 0 {

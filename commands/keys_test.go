@@ -181,7 +181,11 @@ func TestParseOthers(t *testing.T) {
 			t.Errorf("ParseCount(%q): %v", line, err)
 		}
 	}
-	if _, err := ParseCount(args("LPOP k 1 2")); !errors.Is(err, ErrSyntax) {
-		t.Errorf("LPOP extra: %v", err)
+	// Redis's words: the arity error, though the table's arity passed it.
+	for _, line := range []string{"LPOP k 1 2", "LPOP k x y", "lpop k 1 2 3"} {
+		if _, err := ParseCount(args(line)); !errors.Is(err, ErrArity) ||
+			err.Error() != "ERR wrong number of arguments for 'lpop' command" {
+			t.Errorf("ParseCount(%q): %v", line, err)
+		}
 	}
 }

@@ -294,10 +294,15 @@ func (t *Table) CheckAt(args [][]byte, absent func(*Spec) bool) (*Spec, error) {
 		return nil, UnknownCommand(args)
 	}
 	if !s.CheckArity(len(args)) {
-		return nil, fmt.Errorf("%w for '%s' command", ErrArity, s.Name)
+		return nil, ArityError(s.Name)
 	}
 	return s, nil
 }
+
+// ArityError is Redis's reply to a wrong number of arguments for the
+// command name. Parsers use it too, where Redis's own parser refuses more
+// arguments than a variadic arity lets through (LPOP key count extra).
+func ArityError(name string) error { return fmt.Errorf("%w for '%s' command", ErrArity, name) }
 
 // UnknownCommand is Redis's error for a command it does not have.
 func UnknownCommand(args [][]byte) error {

@@ -1,6 +1,7 @@
 package lockstate
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -186,6 +187,12 @@ func cmdPush(s *State, a [][]byte, now int64) reply.Value {
 
 func cmdLpop(s *State, a [][]byte, now int64) reply.Value {
 	count, err := commands.ParseCount(a)
+	if errors.Is(err, commands.ErrArity) && s.Version() < 2 {
+		// Before cluster version 2 a count with more after it was a
+		// syntax error: a script may store the text, so every replica
+		// answers it as the cluster's version does.
+		err = commands.ErrSyntax
+	}
 	if err != nil {
 		return parseErr(err)
 	}

@@ -7,7 +7,8 @@ package lockstate
 //	1  every release before the version gate
 //	2  Redis 7.0's simple string commands: SETNX, SETEX, PSETEX, GETSET,
 //	   GETEX, APPEND, SETRANGE, INCRBY, INCRBYFLOAT, DECR, DECRBY, and
-//	   EXPIRETIME and PEXPIRETIME inside scripts (commands.Spec.Version)
+//	   EXPIRETIME and PEXPIRETIME inside scripts (commands.Spec.Version);
+//	   LPOP key count extra answers the arity error (a syntax error at 1)
 const MaxVersion = 2
 
 // incrStep is what INCR adds: 1 at every version this binary knows.

@@ -217,3 +217,19 @@ func TestVersionGatesStringCommands(t *testing.T) {
 		t.Fatal("the commands at version 2 changed nothing")
 	}
 }
+
+// LPOP with more after its count was a syntax error at version 1 and is
+// Redis's arity error from 2 on: a script's pcall can store the text, so
+// each replica answers as the cluster's version says, not its binary.
+func TestVersionLpopExtraArgs(t *testing.T) {
+	a := newApplier(t)
+	a.expect(Entry{Op: OpNodeJoin, Node: "n1", RaftAddr: "r:1", Addr: "a:1", Version: MaxVersion}, Result{Int: 1}, "set n/n1")
+	lpop := Entry{Op: OpExec, Args: []string{"LPOP", "l", "1", "2"}}
+	if got := a.apply(lpop).Reply; !reflect.DeepEqual(got, reply.Error("ERR syntax error")) {
+		t.Errorf("at version 1: %+v, want the syntax error", got)
+	}
+	a.expect(Entry{Op: OpSetVersion, Version: 2}, Result{Int: 2}, "set m/version")
+	if got, want := a.apply(lpop).Reply, reply.Error("ERR wrong number of arguments for 'lpop' command"); !reflect.DeepEqual(got, want) {
+		t.Errorf("at version 2: %+v, want %+v", got, want)
+	}
+}

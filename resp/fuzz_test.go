@@ -33,6 +33,8 @@ func fuzzSeeds() [][]byte {
 		[]byte("*9223372036854775807\r\n"), // redcon v1.6.2 spin
 		[]byte("*4294967295\r\n"),          // hiredis #1357
 		[]byte("*2000000000\r\n"),          // Envoy #45388
+		[]byte("*2147483648\r\n"),          // one past Redis's INT_MAX bound
+		[]byte("*2147483647\r\n$-5\r\n"),   // at the bound, then a bad bulk length
 		[]byte("*2\r\n$4\r\nPING\n"),       // a missing \r
 		[]byte("*2\r\n$4\r\nPING\r\n"),
 		[]byte("PING \"unclosed\r\n"),

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"strconv"
 )
 
@@ -206,7 +207,9 @@ func (r *Reader) next() ([][]byte, error) {
 			return nil, err
 		}
 		count, ok := parseHeader(line)
-		if !ok {
+		// Redis refuses a count over INT_MAX as malformed (not a limit: no
+		// SetLimits can make it acceptable), whatever fenced's MaxArgs.
+		if !ok || count > math.MaxInt32 {
 			return nil, protoErr("invalid multibulk length")
 		}
 		if count <= 0 { // *0 and *-1 (and any negative count, as Redis)

@@ -90,7 +90,14 @@ var readerCases = []struct {
 	{"count empty", "*\r\n", nil, "Protocol error: invalid multibulk length"},
 	{"count without CR", "*1\n$1\r\na\r\n", nil, "Protocol error: invalid multibulk length"},
 	{"count overflow", "*9223372036854775808\r\n", nil, "Protocol error: invalid multibulk length"},
-	{"count huge", "*9223372036854775807\r\n", nil, "Protocol error: too many arguments"},
+	{"count huge", "*9223372036854775807\r\n", nil, "Protocol error: invalid multibulk length"},
+	{"count past INT_MAX", "*2147483648\r\n", nil, "Protocol error: invalid multibulk length"},
+	{"count 3e9", "*3000000000\r\n", nil, "Protocol error: invalid multibulk length"},
+	{"count at INT_MAX", "*2147483647\r\n", nil, "Protocol error: too many arguments"},
+	{"count past MaxArgs", "*65537\r\n", nil, "Protocol error: too many arguments"},
+	{"count past int32 negative skipped", "*-2147483649\r\n", nil, "EOF"},
+	{"bulk length -5", "*1\r\n$-5\r\n", nil, "Protocol error: invalid bulk length"},
+	{"bulk length past MaxBulk", "*1\r\n$536870913\r\n", nil, "Protocol error: invalid bulk length"},
 	{"bulk length not a number", "*1\r\n$x\r\n", nil, "Protocol error: invalid bulk length"},
 	{"bulk length negative", "*1\r\n$-1\r\n", nil, "Protocol error: invalid bulk length"},
 	{"bulk length huge", "*1\r\n$9223372036854775807\r\nabc\r\n", nil, "Protocol error: invalid bulk length"},
@@ -337,6 +344,20 @@ func TestLimitResume(t *testing.T) {
 		if args, err := rd.ReadCommand(); err != nil || string(args[0]) != "PING" {
 			t.Fatalf("%.20q: next command %q, %v", in, args, err)
 		}
+	}
+}
+
+// TestCountPastIntMaxIsMalformed: a count over INT_MAX is malformed, as
+// in Redis, not over a limit, so no SetLimits (AUTH) revives the stream.
+func TestCountPastIntMaxIsMalformed(t *testing.T) {
+	rd := NewReader(strings.NewReader("*2147483648\r\n*1\r\n$4\r\nPING\r\n"), UnauthenticatedLimits())
+	_, err := rd.ReadCommand()
+	if errText(err) != "Protocol error: invalid multibulk length" || isLimitError(err) {
+		t.Fatalf("error %v (limit %v), want invalid multibulk length, not a limit", err, isLimitError(err))
+	}
+	rd.SetLimits(DefaultLimits())
+	if _, err2 := rd.ReadCommand(); err2 != err {
+		t.Fatalf("after SetLimits: %v, want the same error", err2)
 	}
 }
 

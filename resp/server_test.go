@@ -327,7 +327,10 @@ func TestServerProtocolErrors(t *testing.T) {
 	good := dial(t, addr)
 	cases := []struct{ in, want string }{
 		{"*1\r\n$9223372036854775807\r\nabc\r\n", "Protocol error: invalid bulk length"},
-		{"*9223372036854775807\r\n", "Protocol error: too many arguments"},
+		{"*9223372036854775807\r\n", "Protocol error: invalid multibulk length"},
+		{"*3000000000\r\n", "Protocol error: invalid multibulk length"},
+		{"*2147483647\r\n", "Protocol error: too many arguments"},
+		{"*1\r\n$-5\r\n", "Protocol error: invalid bulk length"},
 		{strings.Repeat("*1\r\n", 10000), "Protocol error: expected '$', got '*'"},
 		{"PING\r\nECHO \"unbalanced\r\nPING\r\n", "Protocol error: unbalanced quotes in request"},
 		{"*1\r\n$4\r\nPINGxx", "Protocol error: expected CRLF after bulk string"},
