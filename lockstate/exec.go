@@ -287,7 +287,18 @@ func cmdDel(s *State, a [][]byte, now int64) reply.Value {
 }
 
 func remaining(s *State, a [][]byte, now int64) (int64, bool) {
-	k, lock := s.find(string(a[1]), now)
+	d, ok := s.deadlineOf(a[1], now)
+	if !ok {
+		return d, false
+	}
+	return max(0, ms.Sub(d, now)), true
+}
+
+// deadlineOf is the key's deadline in cluster time (ok), or else what TTL
+// and EXPIRETIME answer without one: -2 for no key, -1 for a key without a
+// TTL or a held lock.
+func (s *State) deadlineOf(name []byte, now int64) (int64, bool) {
+	k, lock := s.find(string(name), now)
 	switch {
 	case lock:
 		return -1, false
@@ -296,7 +307,7 @@ func remaining(s *State, a [][]byte, now int64) (int64, bool) {
 	case !k.ttl:
 		return -1, false
 	}
-	return max(0, ms.Sub(k.timer.deadline, now)), true
+	return k.timer.deadline, true
 }
 
 func cmdPTTL(s *State, a [][]byte, now int64) reply.Value {
@@ -323,16 +334,10 @@ func cmdPExpireTime(s *State, a [][]byte, now int64) reply.Value {
 // expireTime is PEXPIRETIME's answer: -2 no key, -1 no TTL, or the Unix
 // ms of the deadline (ok).
 func (s *State) expireTime(a [][]byte, now int64) (int64, bool) {
-	k, lock := s.find(string(a[1]), now)
-	switch {
-	case lock:
-		return -1, false
-	case k == nil:
-		return -2, false
-	case !k.ttl:
-		return -1, false
+	at, ok := s.deadlineOf(a[1], now)
+	if !ok {
+		return at, false
 	}
-	at := k.timer.deadline
 	if s.wall != 0 { // else the entries carry no wall clock: cluster time is all there is
 		at = ms.Add(at, ms.Sub(s.wall, s.time))
 	}

@@ -161,12 +161,7 @@ func dsReply(v resp.Value) string {
 func (d *diffConn) pipeExact(cmds [][]string) (fenced, redis []resp.Value) {
 	d.t.Helper()
 	d.calls += len(cmds)
-	b := make([][][]byte, len(cmds))
-	for i, c := range cmds {
-		for _, a := range c {
-			b[i] = append(b[i], []byte(a))
-		}
-	}
+	b := byteCmds(cmds)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var err error

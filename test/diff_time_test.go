@@ -264,17 +264,23 @@ func dtCases(now time.Time) []dtCase {
 	return cases
 }
 
-// pipe runs cmds on both servers, pipelined, and returns the replies,
-// normalized.
-func (d *diffConn) pipe(cmds [][]string) (fenced, redis []string) {
-	d.t.Helper()
-	d.calls += len(cmds)
+// byteCmds is cmds as a pipeline's arguments.
+func byteCmds(cmds [][]string) [][][]byte {
 	b := make([][][]byte, len(cmds))
 	for i, c := range cmds {
 		for _, a := range c {
 			b[i] = append(b[i], []byte(a))
 		}
 	}
+	return b
+}
+
+// pipe runs cmds on both servers, pipelined, and returns the replies,
+// normalized.
+func (d *diffConn) pipe(cmds [][]string) (fenced, redis []string) {
+	d.t.Helper()
+	d.calls += len(cmds)
+	b := byteCmds(cmds)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, p := range []struct {
