@@ -64,7 +64,7 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 
-bench: build ## fenced (1 and 3 nodes) side by side with redis-server and etcd: tables, bench-results.json and .svg (about 8 min)
+bench: build ## fenced (1 and 3 nodes) side by side with redis-server and etcd: tables, bench-results.json and .svg (about 9 min)
 	$(GO) run ./bench --bin $(BIN) --json bench-results.json $(BENCHFLAGS)
 
 BENCHKEYS ?= 1000000
