@@ -9,7 +9,9 @@ package lockstate
 //	   GETEX, APPEND, SETRANGE, INCRBY, INCRBYFLOAT, DECR, DECRBY, and
 //	   EXPIRETIME and PEXPIRETIME inside scripts (commands.Spec.Version);
 //	   LPOP key count extra answers the arity error (a syntax error at 1)
-const MaxVersion = 2
+//	3  Redis 7.0's commands beyond strings (commands.Spec.Version lists
+//	   them)
+const MaxVersion = 3
 
 // incrStep is what INCR adds: 1 at every version this binary knows.
 func (s *State) incrStep() int64 { return 1 }

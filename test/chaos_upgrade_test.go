@@ -15,7 +15,7 @@ import (
 
 // A rolling upgrade under the fault tests: the "upgrade-node" fault moves
 // one node at a time onto a binary that knows a newer cluster version
-// (lockstate/version_next.go: version 3, where INCR adds 2), and hands it
+// (lockstate/version_next.go: version 4, where INCR adds 2), and hands it
 // the leadership, so that a new binary leads old followers. The version
 // gate must hold the new semantics back until the last node runs the new
 // binary; the watch below, the INCR probes and the usual checkers (replicas

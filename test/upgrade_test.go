@@ -10,7 +10,7 @@ import (
 
 // upgradeRun is a rolling upgrade of a 3-node cluster under the lock
 // workload: each node in turn moves to a binary of a pretend next release
-// (built with -tags fencednext: cluster version 3, where INCR adds 2) and
+// (built with -tags fencednext: cluster version 4, where INCR adds 2) and
 // takes the leadership, then faults go on over the upgraded cluster.
 func upgradeRun(bug plant.Bug, d time.Duration) chaosRun {
 	return chaosRun{
