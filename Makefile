@@ -6,7 +6,7 @@ DEPTH     ?= 3
 PKGS      := ./...
 SHELL     := bash
 
-.PHONY: help build run cluster test chaos exhaustive fuzz lint bench bench-install bench-keys bench-fencing clean
+.PHONY: help build run cluster test chaos exhaustive fuzz lint bench bench-install bench-keys bench-fencing redis-suite clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -74,6 +74,9 @@ bench-install: build ## a new node installs a snapshot of BENCHKEYS keys (1 M): 
 
 bench-keys: build ## KEYS * and a whole SCAN over BENCHKEYS keys (1 M) on fenced-3 while 16 clients lock: lock p50/p99 alone and during each read (about 2 min)
 	$(GO) run ./bench --bin $(BIN) --targets fenced-3 --workloads keys --keys $(BENCHKEYS) $(BENCHFLAGS)
+
+redis-suite: build ## Redis 7.0.15's own test suite against fenced and redis-server, per file (REDIS_SRC=<a Redis 7.0.15 tree>; skips without)
+	BIN=$(BIN) REDIS_SRC=$(REDIS_SRC) ./scripts/redis-suite.sh
 
 bench-fencing: ## the SQL guard's cost per write on a real PostgreSQL: BEGIN; UPDATE; COMMIT with and without fencing.Guard.Check (about 1 min)
 	$(GO) test -run '^$$' -bench '^BenchmarkGuard' -benchtime 3s -count 5 ./fencing
