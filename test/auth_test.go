@@ -367,9 +367,10 @@ func TestAuthEnv(t *testing.T) {
 // runFenced runs the binary to its exit, without FENCED_REQUIREPASS.
 func runFenced(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	bin := binPath(t) // before the clock starts: the first call builds it
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, append([]string{"--data", t.TempDir()}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--data", t.TempDir()}, args...)...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "FENCED_REQUIREPASS=") {
 			cmd.Env = append(cmd.Env, kv)

@@ -36,9 +36,10 @@ var (
 // exit error.
 func fencedSnapshot(t *testing.T, env []string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	bin := binPath(t) // before the clock starts: the first call builds it
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, append([]string{"snapshot"}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"snapshot"}, args...)...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "FENCED_REQUIREPASS=") {
 			cmd.Env = append(cmd.Env, kv)

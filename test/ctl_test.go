@@ -47,9 +47,10 @@ func ctlEnv(env []string) []string {
 // not exit within a minute fails the test (a hang).
 func runCtl(t *testing.T, env []string, stdin io.Reader, args ...string) ctlResult {
 	t.Helper()
+	bin := binPath(t) // before the clock starts: the first call builds it
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, append([]string{"ctl"}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"ctl"}, args...)...)
 	cmd.Env = ctlEnv(env)
 	cmd.Stdin = stdin
 	var out, errb bytes.Buffer
@@ -102,7 +103,7 @@ type ctlProc struct {
 
 func startCtl(t *testing.T, args ...string) *ctlProc {
 	t.Helper()
-	p := &ctlProc{t: t, cmd: exec.Command(binPath, append([]string{"ctl"}, args...)...),
+	p := &ctlProc{t: t, cmd: exec.Command(binPath(t), append([]string{"ctl"}, args...)...),
 		lines: make(chan string, 100), done: make(chan struct{})}
 	p.cmd.Env = ctlEnv(nil)
 	p.cmd.Stderr = &p.stderr

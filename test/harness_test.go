@@ -25,11 +25,8 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
-// binPath is the fenced binary built by TestMain.
-var binPath string
-
 // tmpDir is TestMain's temporary directory, removed when the tests end;
-// what outlives one test (the fault tests' binaries) goes there.
+// what outlives one test (the server binaries) goes there.
 var tmpDir string
 
 func TestMain(m *testing.M) {
@@ -44,28 +41,45 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	tmpDir = dir
-	// FENCED_TEST_BIN runs the tests against a prebuilt binary instead (for
-	// example a deliberately broken one, to see the tests catch it).
-	if p := os.Getenv("FENCED_TEST_BIN"); p != "" {
-		binPath = p
-		return m.Run()
-	}
-	binPath = filepath.Join(dir, "fenced")
-	args := []string{"build", "-o", binPath}
-	// Under `go test -race` the server is built with the race detector too,
-	// so a data race inside the server fails the test that triggered it
-	// (see node.checkLog). FENCED_SERVER_RACE=0 turns this off.
-	if raceEnabled && os.Getenv("FENCED_SERVER_RACE") != "0" {
-		args = append(args, "-race")
-	}
-	args = append(args, "github.com/fenced/fenced/cmd/fenced")
-	build := exec.Command("go", args...)
-	build.Dir = ".." // the module root
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building fenced: %v\n%s", err, out)
-		return 1
-	}
 	return m.Run()
+}
+
+// server is the fenced binary the tests run, built on first use so that a
+// run of tests that need only their own builds (make test's fault-test
+// lane) does not build it too.
+var server struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// binPath returns the fenced binary: FENCED_TEST_BIN if set (for example a
+// deliberately broken one, to see the tests catch it), else one built from
+// this tree. Under `go test -race` it is built with the race detector too,
+// so a data race inside the server fails the test that triggered it (see
+// node.checkLog); FENCED_SERVER_RACE=0 turns this off.
+func binPath(t testing.TB) string {
+	t.Helper()
+	server.once.Do(func() {
+		if p := os.Getenv("FENCED_TEST_BIN"); p != "" {
+			server.path = p
+			return
+		}
+		server.path = filepath.Join(tmpDir, "fenced")
+		args := []string{"build", "-o", server.path}
+		if raceEnabled && os.Getenv("FENCED_SERVER_RACE") != "0" {
+			args = append(args, "-race")
+		}
+		build := exec.Command("go", append(args, "github.com/fenced/fenced/cmd/fenced")...)
+		build.Dir = ".." // the module root
+		if out, err := build.CombinedOutput(); err != nil {
+			server.err = fmt.Errorf("%w\n%s", err, out)
+		}
+	})
+	if server.err != nil {
+		t.Fatalf("building fenced: %v", server.err)
+	}
+	return server.path
 }
 
 // ---------------------------------------------------------------------------
@@ -165,7 +179,7 @@ func startNode(t testing.TB, opts nodeOpts) *node {
 	t.Helper()
 	n := &node{t: t, workDir: opts.workDir, bin: opts.bin, env: opts.env, allowCrash: opts.allowCrash, password: opts.password}
 	if n.bin == "" {
-		n.bin = binPath
+		n.bin = binPath(t)
 	}
 	if n.workDir == "" {
 		n.workDir = t.TempDir()

@@ -128,7 +128,7 @@ func TestLogLevelWarn(t *testing.T) {
 		data, raftAddr := t.TempDir(), fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		for run := range 2 { // an empty directory, then a restart
 			var stderr bytes.Buffer
-			cmd := exec.Command(binPath, "--data", data, "--listen", addr, "--raft-addr", raftAddr,
+			cmd := exec.Command(binPath(t), "--data", data, "--listen", addr, "--raft-addr", raftAddr,
 				"--log-level", "warn", "--log-format", format)
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
@@ -191,11 +191,11 @@ func TestBadLogFlags(t *testing.T) {
 // server's git_sha is the same revision.
 func TestVersion(t *testing.T) {
 	t.Parallel()
-	out, err := exec.Command(binPath, "--version", "--listen", "nonsense").Output()
+	out, err := exec.Command(binPath(t), "--version", "--listen", "nonsense").Output()
 	if err != nil {
 		t.Fatalf("--version: %v", err)
 	}
-	meta, err := exec.Command("go", "version", "-m", binPath).Output()
+	meta, err := exec.Command("go", "version", "-m", binPath(t)).Output()
 	if err != nil {
 		t.Fatalf("go version -m: %v", err)
 	}
@@ -220,7 +220,7 @@ func TestVersion(t *testing.T) {
 func TestHelp(t *testing.T) {
 	t.Parallel()
 	for _, arg := range []string{"--help", "-h", "-help"} {
-		cmd := exec.Command(binPath, arg)
+		cmd := exec.Command(binPath(t), arg)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()

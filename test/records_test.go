@@ -124,7 +124,7 @@ func TestInstallPeakRSS(t *testing.T) {
 		perMSET  = 100
 		valBytes = 1 << 10
 	)
-	c := &cluster{t: t, bin: binPath}
+	c := &cluster{t: t, bin: binPath(t)}
 	if raceEnabled && os.Getenv("FENCED_TEST_BIN") == "" {
 		c.bin = chaosBinary(t, "")
 	}

@@ -50,11 +50,11 @@ func TestRecoverLostQuorum(t *testing.T) {
 		{"recover", "--data", t.TempDir(), "--peers", peers},      // no node data there
 		{"recover", "--data", leader.dataDir, "--peers", "/nope"}, // no such file
 	} {
-		if out, err := exec.Command(binPath, bad...).CombinedOutput(); err == nil {
+		if out, err := exec.Command(binPath(t), bad...).CombinedOutput(); err == nil {
 			t.Errorf("fenced %s succeeded:\n%s", strings.Join(bad, " "), out)
 		}
 	}
-	if out, err := exec.Command(binPath, "recover", "--data", leader.dataDir, "--peers", peers).CombinedOutput(); err != nil {
+	if out, err := exec.Command(binPath(t), "recover", "--data", leader.dataDir, "--peers", peers).CombinedOutput(); err != nil {
 		t.Fatalf("fenced recover: %v\n%s", err, out)
 	}
 	leader.restart()

@@ -451,9 +451,10 @@ func TestTLSBadFlags(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"--data", filepath.Join(t.TempDir(), "data"), "--listen", port(), "--raft-addr", port()}, tc.args...)
+			bin := binPath(t) // before the clock starts: the first call builds it
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			out, err := exec.CommandContext(ctx, binPath, args...).CombinedOutput()
+			out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.ExitCode() == 0 {
 				t.Fatalf("fenced %s: %v, want a non-zero exit\n%s", strings.Join(args, " "), err, out)
