@@ -70,7 +70,7 @@ exhaustive: ## the state machine's bounded exhaustive check, 3 entries deep from
 
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 	@set -e; for t in \
-	  ./resp:FuzzReadCommand ./resp:FuzzReadCommandChunked ./resp:FuzzRoundTrip ./resp:FuzzReadReply ./resp:FuzzCrossProtocol \
+	  ./resp:FuzzReadCommand ./resp:FuzzReadCommandChunked ./resp:FuzzRoundTrip ./resp:FuzzReadReply ./resp:FuzzCrossProtocol ./resp:FuzzRedconOracle \
 	  ./commands:FuzzParse ./commands:FuzzTimeArgs ./script:FuzzRun \
 	  ./lockstate:FuzzDecodeEntry ./lockstate:FuzzApply ./lockstate:FuzzLoad ./lockstate:FuzzDecodeResult ./lockstate:FuzzExec \
 	  ./raftstore:FuzzLogStoreDecode ./raftstore:FuzzSnapshotRestore ./raftstore:FuzzSnapshotRoundTrip ./acl:FuzzSetUserRules; do \

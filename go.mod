@@ -18,6 +18,7 @@ require (
 	github.com/prometheus/client_model v0.3.0
 	github.com/prometheus/common v0.42.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/tidwall/redcon v1.6.4
 	github.com/yuin/gopher-lua v1.1.1
 	go.etcd.io/etcd/client/v3 v3.5.35
 	go.uber.org/zap v1.17.0
@@ -58,6 +59,8 @@ require (
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/prometheus/procfs v0.10.1 // indirect
 	github.com/rogpeppe/go-internal v1.9.0 // indirect
+	github.com/tidwall/btree v1.1.0 // indirect
+	github.com/tidwall/match v1.1.1 // indirect
 	go.etcd.io/etcd/api/v3 v3.5.35 // indirect
 	go.etcd.io/etcd/client/pkg/v3 v3.5.35 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
