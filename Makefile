@@ -55,12 +55,14 @@ test: ## vet, then every unit, integration and fuzz-seed test with -race (and th
 	  echo "$$? $$(date +%s)" >$(LANEDIR)/lane.rc; } & \
 	echo "TMPDIR=$(TESTTMP) $(GO) test -race -count=1 -parallel 8 -timeout 15m -skip '$(CHAOSLANE)' $(PKGS)"; \
 	TMPDIR=$(TESTTMP) $(GO) test -race -count=1 -parallel 8 -timeout 15m -skip '$(CHAOSLANE)' $(PKGS); rc=$$?; \
+	echo "$(GO) test -count=1 -run '$(NORACE)' ./lockstate ./script"; \
+	$(GO) test -count=1 -run '$(NORACE)' ./lockstate ./script || rc=1; \
+	echo "$(GO) test -count=1 -tags fencednext -run 'Version' ./lockstate"; \
+	$(GO) test -count=1 -tags fencednext -run 'Version' ./lockstate || rc=1; \
 	wait; read lane end <$(LANEDIR)/lane.rc; \
 	if [ "$$lane" = 0 ]; then echo "ok  	fault-test lane $(CHAOSLANE)	$$(( end - start ))s"; \
 	else cat $(LANEDIR)/lane.log; echo "FAIL	fault-test lane $(CHAOSLANE)"; fi; \
 	rm -rf $(LANEDIR); [ $$rc = 0 ] && [ "$$lane" = 0 ]
-	$(GO) test -count=1 -run '$(NORACE)' ./lockstate ./script
-	$(GO) test -count=1 -tags fencednext -run 'Version' ./lockstate
 
 chaos: ## the long fault-test profile: 3 seeds x 200 s of faults per workload, then the planted bugs (about 35 min)
 	set -o pipefail; FENCED_CHAOS=long $(GO) test -count=1 -timeout 80m -v -run 'TestChaos' ./test | tee chaos-report.txt | grep -E '^\s+(seed|ops|faults|fenced store|checkers|detected|chaos_test)|^(---|ok|FAIL)|--- '
