@@ -111,6 +111,29 @@ func (c *chaosConn) do(ctx context.Context, i int, timeout time.Duration, args .
 		}
 		c.conns[i] = cl
 	}
+	return send(ctx, cl, timeout, args...)
+}
+
+// doOn is do on node i's connection cl only: if cl has broken or been
+// replaced, nothing is sent (outFail). A transaction must not go on over a
+// new connection, which has none of its WATCH and MULTI.
+func (c *chaosConn) doOn(ctx context.Context, i int, cl *resp.Client, timeout time.Duration, args ...string) (resp.Value, outcome) {
+	if cl == nil || c.conns[i] != cl || cl.Broken() {
+		return resp.Value{}, outFail
+	}
+	return send(ctx, cl, timeout, args...)
+}
+
+// drop closes node i's connection; the next do dials afresh.
+func (c *chaosConn) drop(i int) {
+	if c.conns[i] != nil {
+		c.conns[i].Close()
+		c.conns[i] = nil
+	}
+}
+
+// send sends args on cl and classifies the result, as do says.
+func send(ctx context.Context, cl *resp.Client, timeout time.Duration, args ...string) (resp.Value, outcome) {
 	b := make([][]byte, len(args))
 	for j, a := range args {
 		b[j] = []byte(a)

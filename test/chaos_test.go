@@ -25,6 +25,7 @@ type chaosRun struct {
 	ttl      time.Duration
 	limit    int64
 	keys     bool          // the SET NX PX workload instead of FLOCK
+	cas      int           // check-and-set clients besides (chaos_cas_test.go)
 	duration time.Duration // of faults; a quiet second half follows
 	every    time.Duration // between faults
 	faults   []string
@@ -93,7 +94,7 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 		// admin; the nemesis is the default user.
 		w.password, w.users = r.opts.password, true
 		admin := cc.leader(30 * time.Second).client(t)
-		for id := range r.clients {
+		for id := range r.clients + r.cas {
 			user, pass := w.cred(id)
 			if _, err := do(tctx(t), admin, "ACL", "SETUSER", user, "on", ">"+pass, "+@all", "-@admin", "~*", "&*"); err != nil {
 				t.Fatalf("ACL SETUSER %s: %v", user, err)
@@ -112,6 +113,14 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 			} else {
 				w.run(ctx, i, seed)
 			}
+		}()
+	}
+	counters := []string{"ctr0", "ctr1"}
+	for i := range r.cas {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.runCAS(ctx, r.clients+i, seed, counters)
 		}()
 	}
 	term0 := maxTerm(cc)
@@ -157,6 +166,8 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 	}
 
 	// Linearizability of each lock, with the session (or key TTL) bounds.
+	all := ops
+	ops = slices.DeleteFunc(slices.Clone(ops), func(op histOp) bool { return casKinds[op.Kind] })
 	model, byLock := lockModel(newSessionBounds(ops)), lockOperations(ops, r.limit)
 	if r.keys {
 		model, byLock = keyLockModel(newKeyBounds(ops)), keyOperations(ops)
@@ -177,6 +188,22 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 		}
 	}
 	verdict("linearizable", lin)
+	if r.cas > 0 {
+		var lost []string
+		cm := casModel()
+		for key, pops := range casOperations(all) {
+			res, info := porcupine.CheckOperationsVerbose(cm, pops, checkTimeout)
+			switch res {
+			case porcupine.Illegal:
+				path := filepath.Join(chaosArtifacts(t), strings.ReplaceAll(t.Name(), "/", "_")+"-"+key+".html")
+				porcupine.VisualizePath(cm, info, path)
+				lost = append(lost, fmt.Sprintf("counter %s: not linearizable, an increment lost (%d ops); visualisation %s", key, len(pops), path))
+			case porcupine.Unknown:
+				lost = append(lost, fmt.Sprintf("counter %s: check timed out (%d ops)", key, len(pops)))
+			}
+		}
+		verdict("check-and-set", lost)
+	}
 	verdict("tokens increase", checkTokens(ops))
 	var store []string
 	if rep.fenced[0] > 0 {
@@ -208,7 +235,7 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 		rep.snapshots += strings.Count(n.stderr(), "installed a snapshot")
 	}
 	if len(rep.violations) > 0 {
-		writeHistory(t, ops)
+		writeHistory(t, all)
 		for i, n := range cc.nodes {
 			path := filepath.Join(chaosArtifacts(t), strings.ReplaceAll(t.Name(), "/", "_")+"-"+cc.names[i]+".log")
 			os.WriteFile(path, []byte(n.stderr()), 0o644)
