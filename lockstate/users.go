@@ -107,7 +107,13 @@ var ErrScriptNoKeyPerm = reply.NewErr("NOPERM", "The user executing the script c
 // held to the user's key patterns, whatever KEYS it declared. The default
 // user without a record may do anything.
 func (s *State) permitted(spec *commands.Spec, args [][]byte) error {
-	name := s.user
+	return s.permittedAs(s.user, spec, args)
+}
+
+// permittedAs is permitted for user ("" = default): a read-only script run
+// outside the log acts for its connection's user, not the last entry's.
+func (s *State) permittedAs(user string, spec *commands.Spec, args [][]byte) error {
+	name := user
 	if name == "" {
 		name = acl.DefaultUser
 	}
