@@ -199,8 +199,8 @@ func New() *Table {
 		// Read-only scripts: served as reads (State.EvalRO), except an
 		// EVAL_RO whose script is not cached yet, which goes through the
 		// log to cache it.
-		{"eval_ro", -3, Read | Keyspace},
-		{"evalsha_ro", -3, Read | Keyspace},
+		{"eval_ro", -3, Read},
+		{"evalsha_ro", -3, Read},
 		{"publish", 3, Write | Keyspace},
 		{"subscribe", -2, Conn},
 		{"unsubscribe", -1, Conn},
