@@ -79,7 +79,7 @@ func TestScriptFlags(t *testing.T) {
 	wantReply(t, "ro write flag", c.exec(t, "EVAL_RO", wr, "0"), reply.Error("ERR Can not execute a script with write flag using *_ro command."))
 	wantReply(t, "ro no-writes", c.exec(t, "EVAL_RO", "#!lua flags=no-writes\nreturn 2", "0"), reply.Int(2))
 	for src, want := range map[string]string{
-		"#!lua name=x\nreturn 1":           "ERR Unknown lua shebang option: name=x",
+		"#!lua name=x\nreturn 1":            "ERR Unknown lua shebang option: name=x",
 		"#!lua flags=no-writes,bad\nreturn": "ERR Unexpected flag in script shebang: bad",
 		"#!py\nreturn 1":                    "ERR Unexpected engine in script shebang: #!py",
 		"#!lua flags=\"x\nreturn 1":         "ERR Invalid engine in script shebang",
