@@ -271,6 +271,8 @@ return bit.band(1, "x")
 return bit.tobit()
 -- case: bit_zero_string
 return bit.tobit("0")
+-- case: bit_tohex_int_min
+return {bit.tohex(1, -2^31), bit.tohex(-1, 2^31)}
 -- case: bit_tohex_nil
 return bit.tohex(1, nil)
 -- case: struct_pack_ints
