@@ -364,13 +364,13 @@ return redis.replicate_commands()
 -- case: redis_breakpoint_debug
 return {redis.breakpoint(), redis.debug('x')}
 -- case: redis_setresp
-redis.setresp(3) return redis.call('ping')
+redis.setresp(3) redis.setresp(2) return redis.setresp(3)
 -- case: redis_setresp_bad
 return redis.setresp(4)
 -- case: redis_setresp_noarg
 return redis.setresp()
 -- case: env_redis_setresp_get_missing
-redis.setresp(3) local v = redis.call('get', 'no-such-key-lua-libs') return {v == nil, type(v)}
+redis.setresp(3) local v = redis.call('get', 'no-such-key-lua-libs') return {tostring(v == nil), type(v)}
 -- case: env_redis_resp2_get_missing
 local v = redis.call('get', 'no-such-key-lua-libs') return {v == false, type(v)}
 -- case: redis_version_type
