@@ -196,6 +196,11 @@ func New() *Table {
 		{"eval", -3, Write | Ahead | Keyspace},
 		{"evalsha", -3, Write | Ahead | Keyspace},
 		{"script", -2, Write | Ahead | Keyspace},
+		// Read-only scripts: served as reads (State.EvalRO), except an
+		// EVAL_RO whose script is not cached yet, which goes through the
+		// log to cache it.
+		{"eval_ro", -3, Read},
+		{"evalsha_ro", -3, Read},
 		{"publish", 3, Write | Keyspace},
 		{"subscribe", -2, Conn},
 		{"unsubscribe", -1, Conn},
@@ -266,6 +271,7 @@ func New() *Table {
 var sinceVersion = map[string]int64{
 	"setnx": 2, "setex": 2, "psetex": 2, "getset": 2, "getex": 2, "append": 2, "setrange": 2,
 	"incrby": 2, "incrbyfloat": 2, "decr": 2, "decrby": 2, "expiretime": 2, "pexpiretime": 2,
+	"eval_ro": 3, "evalsha_ro": 3,
 }
 
 // Lookup finds a command by name, case-insensitively.

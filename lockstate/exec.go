@@ -123,6 +123,11 @@ func writeHandler(name string) handler {
 		return cmdEval
 	case "evalsha":
 		return cmdEvalSHA
+	case "eval_ro":
+		// Through the log only to cache its script (EvalRO runs the rest).
+		return cmdEvalRO
+	case "evalsha_ro":
+		return cmdEvalSHARO
 	case "script":
 		return cmdScript
 	case "publish":

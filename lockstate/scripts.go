@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/internal/ms"
 	"github.com/fenced/fenced/reply"
 	"github.com/fenced/fenced/script"
 )
@@ -36,22 +37,39 @@ type storedScript struct {
 // errNoScript is Redis's exact reply to EVALSHA of an unknown script.
 var errNoScript = reply.Error("NOSCRIPT No matching script. Please use EVAL.")
 
-func cmdEval(s *State, a [][]byte, now int64) reply.Value {
+// Errors of Redis 7's script flags (from cluster version 3).
+var (
+	errROWriteFlag = reply.Error("ERR Can not execute a script with write flag using *_ro command.")
+	errROWrite     = reply.Error("ERR Write commands are not allowed from read-only scripts.")
+)
+
+func cmdEval(s *State, a [][]byte, now int64) reply.Value      { return s.eval(a, now, false) }
+func cmdEvalRO(s *State, a [][]byte, now int64) reply.Value    { return s.eval(a, now, true) }
+func cmdEvalSHA(s *State, a [][]byte, now int64) reply.Value   { return s.evalSHA(a, now, false) }
+func cmdEvalSHARO(s *State, a [][]byte, now int64) reply.Value { return s.evalSHA(a, now, true) }
+
+// eval is EVAL and, from the log, EVAL_RO (ro): the script is cached,
+// then run.
+func (s *State) eval(a [][]byte, now int64, ro bool) reply.Value {
 	ev, err := commands.ParseEval(a)
 	if err != nil {
 		return parseErr(err)
 	}
-	if cerr := s.engine.Compile(ev.Body); cerr != nil {
+	sb, rep := s.shebang(ev.Body)
+	if rep.Kind != reply.KindInvalid {
+		return rep
+	}
+	if cerr := s.engine.CompileAt(ev.Body, s.Version()); cerr != nil {
 		return reply.Error(cerr.Error())
 	}
 	if !s.roomForScript(ev.Body) {
 		return errOOM
 	}
 	s.cacheScript(ev.Body, true)
-	return s.runScript(ev, now)
+	return s.runScript(ev, sb, ro, s.user, s.unix, now)
 }
 
-func cmdEvalSHA(s *State, a [][]byte, now int64) reply.Value {
+func (s *State) evalSHA(a [][]byte, now int64, ro bool) reply.Value {
 	ev, err := commands.ParseEval(a)
 	if err != nil {
 		return parseErr(err)
@@ -61,7 +79,74 @@ func cmdEvalSHA(s *State, a [][]byte, now int64) reply.Value {
 		return errNoScript
 	}
 	ev.Body = sc.src
-	return s.runScript(ev, now)
+	sb, rep := s.shebang(ev.Body)
+	if rep.Kind != reply.KindInvalid {
+		return rep
+	}
+	return s.runScript(ev, sb, ro, s.user, s.unix, now)
+}
+
+// shebang reads a script's flags at the cluster's version: before 3 they
+// mean nothing (and the check of the line is the compiler's). A script
+// that declares flags without allow-oom or no-writes does not run while
+// the state is full, as Redis refuses it before running (its denyoom).
+// rep is an error reply, or of KindInvalid.
+func (s *State) shebang(src string) (sb script.Shebang, rep reply.Value) {
+	if s.Version() < script.LibsVersion {
+		return sb, rep
+	}
+	_, sb, serr := script.ParseShebang(src)
+	switch {
+	case serr != "":
+		return sb, reply.Error(serr)
+	case sb.Present && !sb.Has(script.FlagNoWrites) && !sb.Has(script.FlagAllowOOM) && s.full():
+		return sb, errOOM
+	}
+	return sb, rep
+}
+
+// EvalRO runs EVAL_RO or EVALSHA_RO (args) outside the log, for user, at
+// cluster time now, against the state as it is: the server calls it under
+// a linearizable read, so the state holds every write acknowledged before
+// the command arrived, and a read-only script neither changes the state
+// nor answers differently from where it runs. Its seed is the applied
+// index; TIME is the wall clock of the last entry carried forward to now.
+// ok is false for an EVAL_RO whose script is not cached yet: Redis caches
+// it (a change of the replicated script cache), so the server sends that
+// one through the log instead.
+func (s *State) EvalRO(args []string, user string, now int64) (rep reply.Value, ok bool) {
+	a := make([][]byte, len(args))
+	for i, x := range args {
+		a[i] = []byte(x)
+	}
+	spec, err := s.checkAt(a)
+	if err != nil {
+		return reply.ErrorOf(err), true
+	}
+	ev, err := commands.ParseEval(a)
+	if err != nil {
+		return parseErr(err), true
+	}
+	if spec.Name == "eval_ro" {
+		if s.scripts[script.SHA1(ev.Body)] == nil {
+			return reply.Value{}, false
+		}
+	} else {
+		sc := s.scripts[strings.ToLower(ev.Body)]
+		if sc == nil {
+			return errNoScript, true
+		}
+		ev.Body = sc.src
+	}
+	sb, rep := s.shebang(ev.Body)
+	if rep.Kind != reply.KindInvalid {
+		return rep, true
+	}
+	wall := s.unix
+	if now > s.time {
+		wall = ms.Add(wall, now-s.time)
+	}
+	return s.runScript(ev, sb, true, user, wall, now), true
 }
 
 func cmdScript(s *State, a [][]byte, now int64) reply.Value {
@@ -69,7 +154,7 @@ func cmdScript(s *State, a [][]byte, now int64) reply.Value {
 	switch {
 	case sub == "LOAD" && len(a) == 3:
 		src := string(a[2])
-		if err := s.engine.Compile(src); err != nil {
+		if err := s.engine.CompileAt(src, s.Version()); err != nil {
 			return reply.Error(err.Error())
 		}
 		if !s.roomForScript(src) {
@@ -156,10 +241,23 @@ func (s *State) dropScript(sha string) {
 	s.markDirty(scriptKey(sha), nil)
 }
 
-// runScript runs a compiled script at the entry being applied.
-func (s *State) runScript(ev commands.Eval, now int64) reply.Value {
-	v := s.engine.Run(ev.Body, ev.Keys, ev.Argv, scriptEnv{s: s, now: now}, int64(s.index))
+// runScript runs a compiled script at the entry being applied (or, read
+// only, at the applied state): ro is EVAL_RO/EVALSHA_RO, which refuses a
+// script whose shebang lacks no-writes; no-writes, or ro, makes every write
+// command inside fail.
+func (s *State) runScript(ev commands.Eval, sb script.Shebang, ro bool, user string, unix, now int64) reply.Value {
+	if ro && sb.Present && !sb.Has(script.FlagNoWrites) {
+		return errROWriteFlag
+	}
+	env := scriptEnv{s: s, now: now, unix: unix, user: user, readOnly: ro || sb.Has(script.FlagNoWrites)}
+	v := s.engine.RunAt(ev.Body, ev.Keys, ev.Argv, env, int64(s.index), s.Version())
 	return capDepth(v, 0)
+}
+
+// full reports whether the state is at its maxmemory: no write that grows
+// it would be taken.
+func (s *State) full() bool {
+	return s.maxMemory > 0 && s.used+s.pending+recordOverhead > s.maxMemory
 }
 
 // capDepth keeps a script's reply within MaxReplyDepth, so that it can be
@@ -183,8 +281,12 @@ func capDepth(v reply.Value, depth int) reply.Value {
 // connection or the native locks are refused, as Redis refuses its
 // noscript commands.
 type scriptEnv struct {
-	s   *State
-	now int64
+	s    *State
+	now  int64
+	unix int64 // Unix ms TIME answers
+	user string
+	// readOnly refuses write commands (EVAL_RO, EVALSHA_RO, no-writes).
+	readOnly bool
 }
 
 func (e scriptEnv) Call(args []string) reply.Value {
@@ -201,14 +303,17 @@ func (e scriptEnv) Call(args []string) reply.Value {
 	case spec.Has(commands.Blocking): // BLPOP is noscript in Redis 7
 		return reply.Error(script.ErrNotAllowed)
 	}
-	if err := e.s.permitted(spec, a); err != nil {
+	if err := e.s.permittedAs(e.user, spec, a); err != nil {
 		return reply.ErrorOf(err)
+	}
+	if e.readOnly && spec.Has(commands.Write) {
+		return errROWrite
 	}
 	switch spec.Name {
 	case "time":
 		// The entry's wall clock: Unix time, one frozen instant for the
 		// whole script, the same on every replica.
-		t := e.s.unix
+		t := e.unix
 		return reply.Array(reply.BulkString(strconv.FormatInt(t/1000, 10)),
 			reply.BulkString(strconv.FormatInt(t%1000*1000, 10)))
 	case "fence":
@@ -229,7 +334,7 @@ func (e scriptEnv) Call(args []string) reply.Value {
 			return reply.Int(r.Int)
 		}
 		return reply.Null()
-	case "eval", "evalsha", "script":
+	case "eval", "evalsha", "script", "eval_ro", "evalsha_ro":
 		return reply.Error(script.ErrNotAllowed)
 	}
 	if h := readHandler(spec.Name); h != nil {

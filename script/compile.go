@@ -28,18 +28,32 @@ type cacheEntry struct {
 	err  *CompileError
 }
 
-func (e *Engine) compile(src string) (*program, *CompileError) {
+// compile checks src's shebang by the rules of the cluster version (v3:
+// LibsVersion or later) and returns the compiled body. A shebang is checked
+// on every call, outside the cache: its verdict depends on the version, the
+// body it leaves does not (both parsers keep src from the shebang's newline).
+func (e *Engine) compile(src string, v3 bool) (*program, Shebang, *CompileError) {
 	if len(src) > e.lim.MaxSource {
-		return nil, &CompileError{Msg: ErrTooLarge}
+		return nil, Shebang{}, &CompileError{Msg: ErrTooLarge}
+	}
+	var body, serr string
+	var sb Shebang
+	if v3 {
+		body, sb, serr = ParseShebang(src)
+	} else {
+		body, serr = stripShebangV1(src)
+	}
+	if serr != "" {
+		return nil, Shebang{}, &CompileError{Msg: serr}
 	}
 	sha := SHA1(src)
 	e.mu.Lock()
 	ce, ok := e.cache[sha]
 	e.mu.Unlock()
 	if ok {
-		return ce.prog, ce.err
+		return ce.prog, sb, ce.err
 	}
-	proto, err := compileSource(src)
+	proto, err := compileSource(body)
 	if err == nil {
 		ce = cacheEntry{prog: &program{sha: sha, proto: proto}}
 	} else {
@@ -51,7 +65,7 @@ func (e *Engine) compile(src string) (*program, *CompileError) {
 	}
 	e.cache[sha] = ce
 	e.mu.Unlock()
-	return ce.prog, ce.err
+	return ce.prog, sb, ce.err
 }
 
 // compileErr builds Redis's compile error reply from a Lua message.
@@ -74,12 +88,9 @@ func oneLine(s string) string {
 	return s
 }
 
-// compileSource parses, checks, instruments and compiles src.
-func compileSource(src string) (proto *lua.FunctionProto, cerr *CompileError) {
-	body, serr := stripShebang(src)
-	if serr != "" {
-		return nil, &CompileError{Msg: serr}
-	}
+// compileSource parses, checks, instruments and compiles a script's body
+// (its shebang line already removed).
+func compileSource(body string) (proto *lua.FunctionProto, cerr *CompileError) {
 	defer func() {
 		// gopher-lua's parser and compiler panic on some inputs; a script
 		// that cannot be compiled is a compile error, whatever the cause.
@@ -137,59 +148,4 @@ func parseError(err error, body string) *CompileError {
 		msg = "unexpected symbol"
 	}
 	return compileErr(fmt.Sprintf("%s:%d: %s near %s", chunkName, line, msg, near))
-}
-
-// stripShebang handles Redis 7's "#!lua flags=..." first line: the line is
-// checked and removed, keeping its newline so that line numbers stay the
-// user's. It answers the body or an error reply text.
-func stripShebang(src string) (string, string) {
-	if !strings.HasPrefix(src, "#!") {
-		return src, ""
-	}
-	end := strings.IndexByte(src, '\n')
-	if end < 0 {
-		return "", "ERR Invalid script shebang"
-	}
-	parts := strings.Fields(src[:end])
-	if len(parts) == 0 {
-		return "", "ERR Invalid engine in script shebang"
-	}
-	if parts[0] != "#!lua" {
-		return "", "ERR Unexpected engine in script shebang: " + parts[0]
-	}
-	for _, p := range parts[1:] {
-		if !strings.HasPrefix(p, "flags=") {
-			return "", "ERR Unknown lua shebang option: " + p
-		}
-		if p == "flags=" {
-			continue
-		}
-		for _, f := range strings.Split(p[len("flags="):], ",") {
-			switch f {
-			case "no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys":
-			default:
-				return "", "ERR Unexpected flag in script shebang: " + f
-			}
-		}
-	}
-	return src[end:], ""
-}
-
-// Shebang reports the flags of a "#!lua flags=..." first line, for a server
-// that honours no-writes (EVAL_RO-like behaviour). ok is false when src has
-// no shebang.
-func Shebang(src string) (flags []string, ok bool) {
-	if !strings.HasPrefix(src, "#!") {
-		return nil, false
-	}
-	end := strings.IndexByte(src, '\n')
-	if end < 0 {
-		return nil, true
-	}
-	for _, p := range strings.Fields(src[:end]) {
-		if rest, found := strings.CutPrefix(p, "flags="); found && rest != "" {
-			flags = append(flags, strings.Split(rest, ",")...)
-		}
-	}
-	return flags, true
 }

@@ -28,7 +28,16 @@ func runLim(src string, keys, argv []string, env Env, seed int64, lim Limits) re
 }
 
 func stepsLim(src string, keys, argv []string, env Env, seed int64, lim Limits) (reply.Value, int64) {
-	return engine(lim).runSteps(src, keys, argv, env, seed)
+	return engine(lim).runSteps(src, keys, argv, env, seed, 1)
+}
+
+// runV3 runs src with default limits at cluster version 3 (Redis 7's
+// libraries on) on env (a fresh fake if nil).
+func runV3(src string, keys, argv []string, env Env) reply.Value {
+	if env == nil {
+		env = newFakeEnv()
+	}
+	return engine(DefaultLimits()).RunAt(src, keys, argv, env, 0, LibsVersion)
 }
 
 func compileSrc(src string) error { return engine(DefaultLimits()).Compile(src) }

@@ -58,6 +58,13 @@ type runner struct {
 	resp int // 2, or 3 after redis.setresp(3)
 	rng  rand48
 
+	// libs is set for the sandboxes of cluster version 3 on, which have
+	// Redis 7's cjson, cmsgpack, bit and struct; json is the global cjson's
+	// settings (reset for each run) and jsonNull is cjson.null.
+	libs     bool
+	json     jsonConfig
+	jsonNull *lua.LUserData
+
 	// Deterministic names for tostring of tables and functions: a per-run
 	// sequence number instead of an address. named keeps the objects alive
 	// so that an address is never reused for another object within a run.
@@ -84,11 +91,16 @@ type runner struct {
 	transparent map[*lua.LFunction]bool
 }
 
-func (e *Engine) getRunner(env Env, seed int64, sha string) *runner {
-	r, _ := e.pool.Get().(*runner)
-	if r == nil {
-		r = newRunner()
+func (e *Engine) getRunner(env Env, seed int64, sha string, libs bool) *runner {
+	pool := &e.pool
+	if libs {
+		pool = &e.pool3
 	}
+	r, _ := pool.Get().(*runner)
+	if r == nil {
+		r = newRunner(libs)
+	}
+	r.resetLibs()
 	r.env, r.lim, r.sha = env, e.lim, sha
 	r.steps, r.calls, r.byteDebt = 0, 0, 0
 	r.exhausted, r.envPanic, r.panicked = "", nil, false
@@ -112,10 +124,14 @@ func (e *Engine) release(r *runner) {
 		r.L.Close()
 		return
 	}
+	if r.libs {
+		e.pool3.Put(r)
+		return
+	}
 	e.pool.Put(r)
 }
 
-func newRunner() *runner {
+func newRunner(libs bool) *runner {
 	L := lua.NewState(lua.Options{
 		SkipOpenLibs:     true,
 		CallStackSize:    callStackSize,
@@ -123,7 +139,7 @@ func newRunner() *runner {
 		RegistryMaxSize:  registryMaxSize,
 		RegistryGrowStep: registryGrow,
 	})
-	r := &runner{L: L, resp: 2, proxies: make(map[*lua.LTable]*lua.LTable)}
+	r := &runner{L: L, resp: 2, libs: libs, proxies: make(map[*lua.LTable]*lua.LTable)}
 	r.setup()
 	return r
 }
@@ -800,6 +816,10 @@ func (r *runner) plainString(v lua.LValue) string {
 		return "false"
 	case *lua.LNilType:
 		return "nil"
+	case *lua.LUserData:
+		if x == r.jsonNull {
+			return "userdata: (nil)" // glibc's %p of NULL
+		}
 	}
 	return r.objectName(v)
 }

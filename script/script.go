@@ -7,7 +7,10 @@
 //
 //   - only the base, table, string and math libraries exist (no os, io,
 //     debug, coroutine, package, require, load, loadstring, dofile,
-//     loadfile, print, string.dump);
+//     loadfile, print, string.dump), and from cluster version 3
+//     (LibsVersion) Redis's cjson, cmsgpack, bit and struct, written here
+//     in Go (cjson.go, cmsgpack.go, bitlib.go, structlib.go), whose
+//     settings (cjson.encode_max_depth ...) last for one run;
 //   - math.random is Redis's rand48, seeded from the caller's seed;
 //   - tostring of a table or function prints a per-run sequence number, not
 //     an address; collectgarbage and gcinfo are inert;
@@ -132,7 +135,9 @@ type Engine struct {
 
 	mu    sync.Mutex
 	cache map[string]cacheEntry
-	pool  sync.Pool
+	// pool holds the sandboxes of cluster versions 1 and 2, pool3 those
+	// with Redis 7's libraries (LibsVersion on).
+	pool, pool3 sync.Pool
 }
 
 // NewEngine returns an Engine that runs scripts within lim.
@@ -140,35 +145,49 @@ func NewEngine(lim Limits) *Engine {
 	return &Engine{lim: lim.normalized(), cache: make(map[string]cacheEntry)}
 }
 
-// Compile checks that src compiles, as SCRIPT LOAD does, and caches the
-// result for Run. It answers nil or a *CompileError.
-func (e *Engine) Compile(src string) error {
-	if _, err := e.compile(src); err != nil {
+// Compile is CompileAt at cluster version 1.
+func (e *Engine) Compile(src string) error { return e.CompileAt(src, 1) }
+
+// CompileAt checks that src compiles at the cluster version, as SCRIPT LOAD
+// does, and caches the result for Run. It answers nil or a *CompileError.
+func (e *Engine) CompileAt(src string, version int64) error {
+	if _, _, err := e.compile(src, version >= LibsVersion); err != nil {
 		return err
 	}
 	return nil
 }
 
-// Run executes src with KEYS = keys and ARGV = argv and returns the script's
-// reply converted by Redis's Lua-to-RESP rules, or the error reply Redis
-// would give. seed seeds math.random (Redis's rand48; Redis itself always
-// uses seed 0, a replicated caller can pass the entry's log index). Each
-// run has its own Lua state.
+// Run is RunAt at cluster version 1.
+func (e *Engine) Run(src string, keys, argv []string, env Env, seed int64) reply.Value {
+	return e.RunAt(src, keys, argv, env, seed, 1)
+}
+
+// RunAt executes src with KEYS = keys and ARGV = argv and returns the
+// script's reply converted by Redis's Lua-to-RESP rules, or the error reply
+// Redis would give. seed seeds math.random (Redis's rand48; Redis itself
+// always uses seed 0, a replicated caller can pass the entry's log index).
+// version is the cluster version: from LibsVersion the script sees Redis
+// 7's libraries and its shebang is read as Redis 7 reads it; below it, the
+// environment of every release before. Each run has its own Lua state.
+//
+// The shebang's flags are the caller's to honour (ParseShebang): a script
+// cannot know which commands write.
 //
 // A panic inside env.Call is not turned into a script error: Run re-panics
 // with it once the Lua state is unwound.
-func (e *Engine) Run(src string, keys, argv []string, env Env, seed int64) reply.Value {
-	rep, _ := e.runSteps(src, keys, argv, env, seed)
+func (e *Engine) RunAt(src string, keys, argv []string, env Env, seed int64, version int64) reply.Value {
+	rep, _ := e.runSteps(src, keys, argv, env, seed, version)
 	return rep
 }
 
-// runSteps is Run that also reports the steps the run took.
-func (e *Engine) runSteps(src string, keys, argv []string, env Env, seed int64) (reply.Value, int64) {
-	prog, err := e.compile(src)
+// runSteps is RunAt that also reports the steps the run took.
+func (e *Engine) runSteps(src string, keys, argv []string, env Env, seed int64, version int64) (reply.Value, int64) {
+	v3 := version >= LibsVersion
+	prog, _, err := e.compile(src, v3)
 	if err != nil {
 		return reply.Error(err.Msg), 0
 	}
-	r := e.getRunner(env, seed, prog.sha)
+	r := e.getRunner(env, seed, prog.sha, v3)
 	defer e.release(r)
 	rep := r.run(prog, keys, argv)
 	return rep, r.steps

@@ -352,9 +352,7 @@ func TestCompile(t *testing.T) {
 		"#!lua":                                       reply.Error("ERR Invalid script shebang"),
 	} {
 		wantReply(t, src, run(t, src, nil, nil, nil), want)
-	}
-	if flags, ok := Shebang("#!lua flags=no-writes\nreturn 1"); !ok || len(flags) != 1 || flags[0] != "no-writes" {
-		t.Errorf("Shebang = %v %v", flags, ok)
+		wantReply(t, src+" (v3)", runV3(src, nil, nil, nil), want)
 	}
 }
 

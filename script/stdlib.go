@@ -87,7 +87,16 @@ func (r *runner) setup() {
 	L.SetMetatable(lua.LString(""), r.strMT)
 
 	libs := []*lua.LTable{sortedTable(L, mathFns), str, r.openTable(), r.openRedis()}
-	for i, name := range []string{"math", "string", "table", "redis"} {
+	names := []string{"math", "string", "table", "redis"}
+	if r.libs {
+		// Redis 7's libraries (cluster version 3 on). cjson.null is
+		// Redis's NULL light userdata: one value, equal only to itself.
+		r.jsonNull = L.NewUserData()
+		r.resetLibs()
+		libs = append(libs, r.openCjson(&r.json), r.openCmsgpack(), r.openBit(), r.openStruct())
+		names = append(names, "cjson", "cmsgpack", "bit", "struct")
+	}
+	for i, name := range names {
 		globals[name] = r.newProxy(libs[i], readonly)
 	}
 	// KEYS and ARGV are set for each run; they exist from the start so

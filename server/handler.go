@@ -75,6 +75,8 @@ func (s *Server) nativeHandlers() map[string]handlerFunc {
 		"slowlog":           s.slowlogCmd,
 		"latency":           s.latencyCmd,
 		"blpop":             s.blpop,
+		"eval_ro":           s.evalRO,
+		"evalsha_ro":        s.evalRO,
 		"publish":           s.publish,
 		"subscribe":         s.subscribe,
 		"unsubscribe":       s.unsubscribe,
