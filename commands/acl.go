@@ -82,6 +82,8 @@ var groups = map[string]Cats{
 	"expire": CatKeyspace, "pexpire": CatKeyspace, "expireat": CatKeyspace, "pexpireat": CatKeyspace,
 	"ttl": CatKeyspace, "pttl": CatKeyspace, "persist": CatKeyspace, "keys": CatKeyspace, "delex": CatKeyspace,
 	"scan": CatKeyspace,
+	"rename": CatKeyspace, "renamenx": CatKeyspace, "copy": CatKeyspace, "flushall": CatKeyspace, "flushdb": CatKeyspace,
+	"move": CatKeyspace, "swapdb": CatKeyspace, "touch": CatKeyspace, "randomkey": CatKeyspace, "object": CatKeyspace,
 	"hset": CatHash, "hget": CatHash, "hincrby": CatHash, "hexists": CatHash, "hdel": CatHash, "hgetall": CatHash, "hlen": CatHash,
 	"lpush": CatList, "rpush": CatList, "lpop": CatList, "llen": CatList, "blpop": CatList,
 	"eval": CatScripting, "evalsha": CatScripting, "script": CatScripting,
@@ -101,7 +103,13 @@ var slow = map[string]bool{
 	"hgetall": true, "eval": true, "evalsha": true, "script": true, "session.list": true, "info": true,
 	"command": true, "client": true, "cluster": true, "acl": true, "flock": true, "blpop": true,
 	"scan": true, "raft.backup": true, "setex": true, "psetex": true, "setrange": true,
+	"rename": true, "copy": true, "flushall": true, "flushdb": true, "randomkey": true, "object": true,
 }
+
+// dangerous are Redis's @dangerous commands that need no admin permission
+// in Redis either (FLUSHALL: @keyspace @write @slow @dangerous), so a user
+// with +@all -@admin may run them there and here alike.
+var dangerous = map[string]bool{"flushall": true, "flushdb": true, "swapdb": true}
 
 // adminSubs are subcommands that need the admin permission although their
 // command does not: Redis's "client|list" and the like.
@@ -129,6 +137,9 @@ func categorize(s *Spec) error {
 	}
 	if s.Has(Admin) {
 		c |= CatAdmin | CatDangerous
+	}
+	if dangerous[s.Name] {
+		c |= CatDangerous
 	}
 	if slow[s.Name] || s.Has(Admin) {
 		c |= CatSlow
@@ -180,8 +191,14 @@ func (s *Spec) KeysOf(args [][]byte) [][]byte {
 			out = append(out, args[i])
 		}
 		return out
-	case "mget", "del", "unlink", "exists":
+	case "mget", "del", "unlink", "exists", "touch":
 		return args[1:]
+	case "rename", "renamenx", "copy":
+		return args[1:3]
+	case "object":
+		return args[2:min(3, len(args))]
+	case "flushall", "flushdb", "swapdb", "randomkey":
+		return nil
 	case "dbsize", "keys":
 		return nil
 	case "scan":

@@ -158,7 +158,7 @@ func (s *State) dropScript(sha string) {
 
 // runScript runs a compiled script at the entry being applied.
 func (s *State) runScript(ev commands.Eval, now int64) reply.Value {
-	v := s.engine.Run(ev.Body, ev.Keys, ev.Argv, scriptEnv{s: s, now: now}, int64(s.index))
+	v := s.engine.Run(ev.Body, ev.Keys, ev.Argv, scriptEnv{s: s, now: now, draws: new(uint64)}, int64(s.index))
 	return capDepth(v, 0)
 }
 
@@ -185,6 +185,9 @@ func capDepth(v reply.Value, depth int) reply.Value {
 type scriptEnv struct {
 	s   *State
 	now int64
+	// draws counts the script's RANDOMKEYs: each is a new draw from the
+	// entry's index, the same on every replica (randomDraw).
+	draws *uint64
 }
 
 func (e scriptEnv) Call(args []string) reply.Value {
@@ -231,6 +234,10 @@ func (e scriptEnv) Call(args []string) reply.Value {
 		return reply.Null()
 	case "eval", "evalsha", "script":
 		return reply.Error(script.ErrNotAllowed)
+	case "randomkey":
+		r := e.s.RandomKey(e.now, randomDraw(e.s.index, *e.draws))
+		*e.draws++
+		return r
 	}
 	if h := readHandler(spec.Name); h != nil {
 		return h(e.s, a, e.now)
