@@ -81,7 +81,7 @@ var groups = map[string]Cats{
 	"type": CatKeyspace, "dbsize": CatKeyspace, "del": CatKeyspace, "unlink": CatKeyspace, "exists": CatKeyspace,
 	"expire": CatKeyspace, "pexpire": CatKeyspace, "expireat": CatKeyspace, "pexpireat": CatKeyspace,
 	"ttl": CatKeyspace, "pttl": CatKeyspace, "persist": CatKeyspace, "keys": CatKeyspace, "delex": CatKeyspace,
-	"scan": CatKeyspace,
+	"scan":   CatKeyspace,
 	"rename": CatKeyspace, "renamenx": CatKeyspace, "copy": CatKeyspace, "flushall": CatKeyspace, "flushdb": CatKeyspace,
 	"move": CatKeyspace, "swapdb": CatKeyspace, "touch": CatKeyspace, "randomkey": CatKeyspace, "object": CatKeyspace,
 	"hset": CatHash, "hget": CatHash, "hincrby": CatHash, "hexists": CatHash, "hdel": CatHash, "hgetall": CatHash, "hlen": CatHash,
