@@ -11,6 +11,8 @@ package lockstate
 //	   LPOP key count extra answers the arity error (a syntax error at 1)
 //	3  Redis 7.0's commands beyond strings (commands.Spec.Version lists
 //	   them)
+//	   - RENAME, RENAMENX, COPY, FLUSHALL, FLUSHDB, MOVE, SWAPDB, and
+//	     TOUCH, RANDOMKEY and OBJECT inside scripts (wholekeys.go)
 const MaxVersion = 3
 
 // incrStep is what INCR adds: 1 at every version this binary knows.
