@@ -17,8 +17,10 @@ var (
 	ErrDBRange = reply.NewErr("ERR", "DB index is out of range")
 	// ErrSameObject answers COPY key key and MOVE key 0.
 	ErrSameObject = reply.NewErr("ERR", "source and destination objects are the same")
+	// ErrIntRange answers an index that is an integer but not a C int.
+	ErrIntRange = reply.NewErr("ERR", "value is out of range, value must between -2147483648 and 2147483647")
 	// ErrFirstDB and ErrSecondDB answer SWAPDB's indexes that are not
-	// integers.
+	// integers that fit a C int.
 	ErrFirstDB  = reply.NewErr("ERR", "invalid first DB index")
 	ErrSecondDB = reply.NewErr("ERR", "invalid second DB index")
 )
@@ -30,30 +32,28 @@ type Copy struct {
 }
 
 // ParseCopy parses COPY in Redis 7.0's order: the options left to right
-// (an index that is not an integer fails where it stands), then the
-// index's range, then a copy onto itself.
+// (an index that is not 0 fails where it stands), then a copy onto
+// itself.
 func ParseCopy(args [][]byte) (Copy, error) {
 	c := Copy{Src: string(args[1]), Dst: string(args[2])}
-	db := int64(0)
 	for i := 3; i < len(args); i++ {
 		switch opt := strings.ToUpper(string(args[i])); {
 		case opt == "REPLACE":
 			c.Replace = true
 		case opt == "DB" && i+1 < len(args):
-			n, err := parseDB(args[i+1], ErrNotInteger)
-			if err != nil {
+			n, err := parseDB(args[i+1], nil)
+			switch {
+			case err != nil:
 				return c, err
+			case n != 0:
+				return c, ErrDBRange
 			}
-			db = n
 			i++
 		default:
 			return c, ErrSyntax
 		}
 	}
-	switch {
-	case db != 0:
-		return c, ErrDBRange
-	case c.Src == c.Dst:
+	if c.Src == c.Dst {
 		return c, ErrSameObject
 	}
 	return c, nil
@@ -61,7 +61,7 @@ func ParseCopy(args [][]byte) (Copy, error) {
 
 // ParseMove checks MOVE key db: the one database is its own source.
 func ParseMove(args [][]byte) error {
-	db, err := parseDB(args[2], ErrNotInteger)
+	db, err := parseDB(args[2], nil)
 	switch {
 	case err != nil:
 		return err
@@ -101,11 +101,17 @@ func ParseFlush(args [][]byte) error {
 }
 
 // parseDB reads a database index as Redis's getIntFromObjectOrReply: an
-// integer that fits a C int, else bad.
+// integer that fits a C int. bad is its error for anything else; without
+// one, Redis's two texts: not an integer, or out of a C int's range.
 func parseDB(b []byte, bad error) (int64, error) {
 	n, err := ParseInt(b)
-	if err != nil || n < math.MinInt32 || n > math.MaxInt32 {
+	switch {
+	case (err != nil || n < math.MinInt32 || n > math.MaxInt32) && bad != nil:
 		return 0, bad
+	case err != nil:
+		return 0, err
+	case n < math.MinInt32 || n > math.MaxInt32:
+		return 0, ErrIntRange
 	}
 	return n, nil
 }

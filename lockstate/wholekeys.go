@@ -251,12 +251,13 @@ func cmdObject(s *State, a [][]byte, now int64) reply.Value {
 // Redis 7.0's encoding limits (its defaults): a string of up to 44 bytes
 // is one allocation with its header (embstr), an integer string of up to
 // 20 bytes is held as the integer; a hash stays a listpack while it has
-// at most 128 fields and no field or value over 64 bytes. Integers 0 to
+// at most 512 fields (the compiled default; redis.conf's example says 128)
+// and no field or value over 64 bytes. Integers 0 to
 // 9999 are Redis's shared objects.
 const (
 	embstrMax        = 44
 	intStrMax        = 20
-	hashListpackLen  = 128
+	hashListpackLen  = 512
 	hashListpackSize = 64
 	sharedIntegers   = 10000
 	sharedRefCount   = 1<<31 - 1 // Redis's OBJ_SHARED_REFCOUNT

@@ -233,7 +233,7 @@ func TestBadWholeKeyInput(t *testing.T) {
 		want string // "" for a non-error reply
 	}{
 		{[]any{"COPY", "k", "k2", "DB", "99999999999999999999"}, "ERR value is not an integer or out of range"},
-		{[]any{"COPY", "k", "k2", "DB", "-2147483649"}, "ERR value is not an integer or out of range"},
+		{[]any{"COPY", "k", "k2", "DB", "-2147483649"}, "ERR value is out of range, value must between -2147483648 and 2147483647"},
 		{[]any{"COPY", "k", "k2", "DB", "-1"}, "ERR DB index is out of range"},
 		{[]any{"COPY", "k", "k2", "DB", "\x00\r\n"}, "ERR value is not an integer or out of range"},
 		{append([]any{"COPY", "k", "k"}, many("REPLACE", 60000)...), "ERR source and destination objects are the same"},
