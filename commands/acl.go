@@ -83,6 +83,8 @@ var groups = map[string]Cats{
 	"ttl": CatKeyspace, "pttl": CatKeyspace, "persist": CatKeyspace, "keys": CatKeyspace, "delex": CatKeyspace,
 	"scan": CatKeyspace,
 	"hset": CatHash, "hget": CatHash, "hincrby": CatHash, "hexists": CatHash, "hdel": CatHash, "hgetall": CatHash, "hlen": CatHash,
+	"rename": CatKeyspace, "renamenx": CatKeyspace, "copy": CatKeyspace, "flushall": CatKeyspace, "flushdb": CatKeyspace,
+	"move": CatKeyspace, "swapdb": CatKeyspace, "touch": CatKeyspace, "randomkey": CatKeyspace, "object": CatKeyspace,
 	"lpush": CatList, "rpush": CatList, "lpop": CatList, "llen": CatList, "blpop": CatList,
 	"eval": CatScripting, "evalsha": CatScripting, "script": CatScripting,
 	"eval_ro": CatScripting, "evalsha_ro": CatScripting,
@@ -103,7 +105,16 @@ var slow = map[string]bool{
 	"command": true, "client": true, "cluster": true, "acl": true, "flock": true, "blpop": true,
 	"scan": true, "raft.backup": true, "setex": true, "psetex": true, "setrange": true,
 	"eval_ro": true, "evalsha_ro": true,
+	"rename": true, "copy": true, "flushall": true, "flushdb": true, "randomkey": true, "object": true,
 }
+
+// dangerous are Redis's @dangerous commands that need no admin permission
+// in Redis either (SWAPDB: @keyspace @write @fast @dangerous), so a user
+// with +@all -@admin may run them there and here alike. FLUSHALL and
+// FLUSHDB are such commands in Redis, but Admin in fenced (the table):
+// they name no key, so a user limited to some keys (~app:*) who may run
+// them would delete every user's keys, SET NX locks included.
+var dangerous = map[string]bool{"swapdb": true}
 
 // adminSubs are subcommands that need the admin permission although their
 // command does not: Redis's "client|list" and the like.
@@ -131,6 +142,9 @@ func categorize(s *Spec) error {
 	}
 	if s.Has(Admin) {
 		c |= CatAdmin | CatDangerous
+	}
+	if dangerous[s.Name] {
+		c |= CatDangerous
 	}
 	if slow[s.Name] || s.Has(Admin) {
 		c |= CatSlow
@@ -182,8 +196,14 @@ func (s *Spec) KeysOf(args [][]byte) [][]byte {
 			out = append(out, args[i])
 		}
 		return out
-	case "mget", "del", "unlink", "exists":
+	case "mget", "del", "unlink", "exists", "touch":
 		return args[1:]
+	case "rename", "renamenx", "copy":
+		return args[1:3]
+	case "object":
+		return args[2:min(3, len(args))]
+	case "flushall", "flushdb", "swapdb", "randomkey":
+		return nil
 	case "dbsize", "keys":
 		return nil
 	case "scan":

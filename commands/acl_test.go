@@ -5,6 +5,35 @@ import (
 	"testing"
 )
 
+// The whole-key commands of cluster version 3 have Redis 7.0's categories
+// exactly (src/commands/*.json: the listed ones, @write or @read from the
+// flags, @fast from FAST, else @slow), but for FLUSHALL and FLUSHDB, which
+// are Admin in fenced: Redis lets a user with +@all -@admin flush every
+// key, other users' locks included.
+func TestKeyspaceCommandCategories(t *testing.T) {
+	tb := New()
+	for name, want := range map[string]string{
+		"flushall":  "keyspace write admin slow dangerous",
+		"flushdb":   "keyspace write admin slow dangerous",
+		"swapdb":    "keyspace write fast dangerous",
+		"rename":    "keyspace write slow",
+		"renamenx":  "keyspace write fast",
+		"copy":      "keyspace write slow",
+		"move":      "keyspace write fast",
+		"touch":     "keyspace read fast",
+		"randomkey": "keyspace read slow",
+		"object":    "keyspace read slow",
+	} {
+		s, ok := tb.Lookup([]byte(name))
+		if !ok {
+			t.Fatalf("%s is not in the table", name)
+		}
+		if got := strings.Join(s.Cats.Names(), " "); got != want {
+			t.Errorf("%s: categories %q, want Redis's %q", name, got, want)
+		}
+	}
+}
+
 // Every command has one group category, @read/@write as its flags say,
 // @admin and @dangerous exactly when it is Admin, and one of @fast and
 // @slow; the admin set is the one the security contract names.
@@ -19,7 +48,7 @@ func TestEveryCommandHasAGroup(t *testing.T) {
 		if (c&CatRead != 0) != s.Has(Read) || (c&CatWrite != 0) != s.Has(Write) {
 			t.Errorf("%s: %v disagrees with its Read/Write flags", s.Name, c.Names())
 		}
-		if (c&CatAdmin != 0) != s.Has(Admin) || (c&CatDangerous != 0) != s.Has(Admin) {
+		if (c&CatAdmin != 0) != s.Has(Admin) || (c&CatDangerous != 0) != (s.Has(Admin) || dangerous[s.Name]) {
 			t.Errorf("%s: %v disagrees with its Admin flag", s.Name, c.Names())
 		}
 		if (c&CatFast != 0) == (c&CatSlow != 0) {
@@ -33,7 +62,8 @@ func TestEveryCommandHasAGroup(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"raft.snapshot", "raft.status", "raft.hash", "raft.backup", "raft.join", "raft.remove", "raft.transfer",
-		"raft.propose", "raft.link", "raft.user", "lock.forceunlock", "session.list", "keys", "config", "slowlog", "latency"} {
+		"raft.propose", "raft.link", "raft.user", "lock.forceunlock", "session.list", "keys", "config", "slowlog", "latency",
+		"flushall", "flushdb"} {
 		if !admin[name] {
 			t.Errorf("%s is not admin", name)
 		}

@@ -131,10 +131,11 @@ func expireMillis(raw []byte, opt SetExpire, cmd string) (int64, error) {
 // ParseSetEx parses SETEX key seconds value and PSETEX key milliseconds
 // value, chosen by args[0], into the SET they are.
 func ParseSetEx(args [][]byte) (Set, error) {
-	cmd := strings.ToLower(string(args[0]))
+	// The name in an error is the table's, never the bytes as sent.
+	cmd := "psetex"
 	r := Set{Key: string(args[1]), Value: string(args[3]), Expire: SetPX}
-	if cmd == "setex" {
-		r.Expire = SetEX
+	if strings.EqualFold(string(args[0]), "setex") {
+		cmd, r.Expire = "setex", SetEX
 	}
 	n, err := expireMillis(args[2], r.Expire, cmd)
 	if err != nil {

@@ -1,8 +1,10 @@
 package commands
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -186,6 +188,63 @@ func TestParseOthers(t *testing.T) {
 		if _, err := ParseCount(args(line)); !errors.Is(err, ErrArity) ||
 			err.Error() != "ERR wrong number of arguments for 'lpop' command" {
 			t.Errorf("ParseCount(%q): %v", line, err)
+		}
+	}
+}
+
+// TestParseWholeKeys: COPY's options in Redis 7.0's order, MOVE and SWAPDB
+// as one database answers them, FLUSHALL's one optional word; and the keys
+// an ACL key pattern must cover.
+func TestParseWholeKeys(t *testing.T) {
+	args := func(line string) [][]byte {
+		var out [][]byte
+		for _, w := range strings.Split(line, " ") {
+			out = append(out, []byte(w))
+		}
+		return out
+	}
+	for line, want := range map[string]error{
+		"COPY a b": nil, "COPY a b REPLACE db 0": nil, "COPY a a": ErrSameObject, "COPY a a DB 1": ErrDBRange,
+		"COPY a b DB 1 FOO": ErrDBRange, "COPY a b FOO DB 1": ErrSyntax, "COPY a b DB": ErrSyntax, "COPY a b DB x": ErrNotInteger,
+		"COPY a b DB 2147483648": ErrIntRange, "COPY a b DB -2147483648": ErrDBRange,
+	} {
+		_, err := ParseCopy(args(line))
+		if !errors.Is(err, want) && !(err == nil && want == nil) {
+			t.Errorf("%s: %v, want %v", line, err, want)
+		}
+	}
+	if c, err := ParseCopy(args("COPY a b replace")); err != nil || !c.Replace || c.Src != "a" || c.Dst != "b" {
+		t.Errorf("COPY a b replace = %+v, %v", c, err)
+	}
+	for line, want := range map[string]error{"MOVE k 0": ErrSameObject, "MOVE k 1": ErrDBRange, "MOVE k 01": ErrNotInteger,
+		"MOVE k -2147483649": ErrIntRange, "SWAPDB 0 0": nil, "SWAPDB 0 1": ErrDBRange, "SWAPDB x 1": ErrFirstDB,
+		"SWAPDB 1 x": ErrSecondDB, "SWAPDB 2147483648 0": ErrFirstDB, "FLUSHALL": nil, "FLUSHALL async": nil,
+		"FLUSHALL SYNC": nil, "FLUSHALL now": ErrSyntax, "FLUSHALL ASYNC SYNC": ErrSyntax} {
+		var err error
+		switch a := args(line); string(a[0]) {
+		case "MOVE":
+			err = ParseMove(a)
+		case "SWAPDB":
+			err = ParseSwapDB(a)
+		default:
+			err = ParseFlush(a)
+		}
+		if !errors.Is(err, want) && !(err == nil && want == nil) {
+			t.Errorf("%s: %v, want %v", line, err, want)
+		}
+	}
+	tab := New()
+	for line, want := range map[string]string{
+		"RENAME a b": "a b", "RENAMENX a b": "a b", "COPY a b DB 0 REPLACE": "a b", "TOUCH a b c": "a b c",
+		"OBJECT ENCODING k": "k", "OBJECT HELP": "", "MOVE k 0": "k", "FLUSHALL ASYNC": "", "SWAPDB 0 0": "", "RANDOMKEY": "",
+	} {
+		a := args(line)
+		spec, err := tab.Check(a)
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		if got := string(bytes.Join(spec.KeysOf(a), []byte(" "))); got != want {
+			t.Errorf("KeysOf(%s) = %q, want %q", line, got, want)
 		}
 	}
 }

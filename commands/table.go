@@ -192,6 +192,17 @@ func New() *Table {
 		{"lpop", -2, Write | Ahead | Keyspace},
 		{"llen", 2, Read | Keyspace},
 		{"blpop", -3, Write | Ahead | Keyspace | Blocking},
+		// Whole keys (issue 21, cluster version 3): keyspace.go.
+		{"rename", 3, Write | Ahead | Keyspace},
+		{"renamenx", 3, Write | Ahead | Keyspace},
+		{"copy", -3, Write | Ahead | Keyspace | DenyOOM},
+		{"flushall", -1, Write | Admin | Ahead | Keyspace},
+		{"flushdb", -1, Write | Admin | Ahead | Keyspace},
+		{"move", 3, Write | Ahead | Keyspace},
+		{"swapdb", 3, Write | Ahead | Keyspace},
+		{"touch", -2, Read | Keyspace},
+		{"randomkey", 1, Read | Keyspace},
+		{"object", -2, Read | Keyspace},
 		// Scripts and pub/sub (SPEC section 4).
 		{"eval", -3, Write | Ahead | Keyspace},
 		{"evalsha", -3, Write | Ahead | Keyspace},
@@ -272,6 +283,8 @@ var sinceVersion = map[string]int64{
 	"setnx": 2, "setex": 2, "psetex": 2, "getset": 2, "getex": 2, "append": 2, "setrange": 2,
 	"incrby": 2, "incrbyfloat": 2, "decr": 2, "decrby": 2, "expiretime": 2, "pexpiretime": 2,
 	"eval_ro": 3, "evalsha_ro": 3,
+	"rename": 3, "renamenx": 3, "copy": 3, "flushall": 3, "flushdb": 3, "move": 3, "swapdb": 3,
+	"touch": 3, "randomkey": 3, "object": 3,
 }
 
 // Lookup finds a command by name, case-insensitively.

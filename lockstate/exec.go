@@ -63,6 +63,12 @@ func readHandler(name string) handler {
 		return cmdStrlen
 	case "hlen":
 		return cmdHlen
+	case "touch":
+		return cmdExists // TOUCH counts the names that exist, as EXISTS does; fenced keeps no access time
+	case "randomkey":
+		return cmdRandomKey
+	case "object":
+		return cmdObject
 	}
 	return nil
 }
@@ -132,6 +138,16 @@ func writeHandler(name string) handler {
 		return cmdScript
 	case "publish":
 		return cmdPublish
+	case "rename", "renamenx":
+		return cmdRename
+	case "copy":
+		return cmdCopy
+	case "flushall", "flushdb":
+		return cmdFlush
+	case "move":
+		return cmdMove
+	case "swapdb":
+		return cmdSwapDB
 	}
 	return nil
 }

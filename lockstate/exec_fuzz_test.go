@@ -20,6 +20,7 @@ var execNames = []string{
 	"BLPOP", "PUBLISH", "EVAL", "EVALSHA", "SCRIPT",
 	"SETNX", "SETEX", "PSETEX", "GETSET", "GETEX", "APPEND", "SETRANGE", "INCRBY", "INCRBYFLOAT", "DECR", "DECRBY",
 	"EXPIRETIME", "PEXPIRETIME",
+	"RENAME", "RENAMENX", "COPY", "FLUSHALL", "FLUSHDB", "MOVE", "SWAPDB", "TOUCH", "RANDOMKEY", "OBJECT",
 	"FLOCK", "PING", "NOPE",
 }
 
@@ -32,6 +33,8 @@ var execWords = []string{
 	"return redis.call('rpush', KEYS[1], ARGV[1])", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db",
 	"PERSIST", "PXAT", "0.1", "-1.5e3", "inf", "nan", "1e4932", "0x1p-3", "4194304", "536870912",
 	"return redis.call('incrbyfloat', KEYS[1], ARGV[1])",
+	"REPLACE", "DB", "ASYNC", "SYNC", "ENCODING", "REFCOUNT", "FREQ", "IDLETIME", "HELP",
+	"return redis.call('rename', KEYS[1], ARGV[1])", "return redis.call('randomkey')",
 }
 
 // execCheck applies one OpExec (and an FLOCK or FUNLOCK of lock "a" now and
@@ -48,10 +51,10 @@ type execCheck struct {
 func newExecCheck() *execCheck {
 	c := &execCheck{s: New(Config{}), w: newMemWriter()}
 	c.apply(Entry{Op: OpSessionOpen, Session: "s", TTL: 1 << 40})
-	// At cluster version 2, so that its commands run (version_test.go
-	// checks them at 1).
-	c.apply(Entry{Op: OpNodeJoin, Node: "n1", RaftAddr: "r:1", Addr: "a:1", Version: 2})
-	c.apply(Entry{Op: OpSetVersion, Version: 2})
+	// At cluster version 3, so that the commands of 2 and 3 run
+	// (version_test.go checks them below).
+	c.apply(Entry{Op: OpNodeJoin, Node: "n1", RaftAddr: "r:1", Addr: "a:1", Version: 3})
+	c.apply(Entry{Op: OpSetVersion, Version: 3})
 	return c
 }
 
@@ -108,6 +111,7 @@ func FuzzExec(f *testing.F) {
 		"LPOP l 5", "GETRANGE k -1 -5", "KEYS [a-k]*", "PEXPIRE k 0", "MSETNX a 1 k 2", "DELEX k IFEQ v",
 		"INCR k", "FLOCK", "SET a v", "FUNLOCK", "HDEL h f g",
 		"SETNX a v", "GETEX k PX 10", "SETRANGE k 3 x", "APPEND k y", "INCRBYFLOAT k 1e4932", "DECRBY k -9223372036854775808",
+		"RENAME k a", "RENAMENX h l", "COPY l k DB 0 REPLACE", "FLUSHALL ASYNC", "OBJECT ENCODING h", "TOUCH a k", "RANDOMKEY",
 	} {
 		f.Add([]byte(strings.ReplaceAll(line, " ", "\x00")))
 	}

@@ -47,21 +47,33 @@ func (m *model) liveKey(name string, now int64) *mKey {
 
 var wrongType = reply.Error("WRONGTYPE Operation against a key holding the wrong kind of value")
 
-// versionTwo are the commands a cluster runs from version 2 on.
-var versionTwo = []string{"SETNX", "SETEX", "PSETEX", "GETSET", "GETEX", "APPEND", "SETRANGE", "INCRBY", "INCRBYFLOAT", "DECR", "DECRBY"}
+// versionTwo are the commands a cluster runs from version 2 on, and
+// versionThree from 3 on.
+var (
+	versionTwo   = []string{"SETNX", "SETEX", "PSETEX", "GETSET", "GETEX", "APPEND", "SETRANGE", "INCRBY", "INCRBYFLOAT", "DECR", "DECRBY"}
+	versionThree = []string{"RENAME", "RENAMENX", "COPY", "FLUSHALL", "FLUSHDB"}
+)
 
 func (m *model) exec(args []string, now int64) reply.Value {
-	name := args[1]
-	k := m.liveKey(name, now)
-	lock := m.locks[name] != nil
 	cmd := strings.ToUpper(args[0])
-	if slices.Contains(versionTwo, cmd) && m.version < 2 {
+	if slices.Contains(versionTwo, cmd) && m.version < 2 || slices.Contains(versionThree, cmd) && m.version < 3 {
 		var b strings.Builder
 		for _, a := range args[1:] {
 			fmt.Fprintf(&b, "'%s' ", a)
 		}
 		return reply.Error(fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", args[0], b.String()))
 	}
+	if cmd == "FLUSHALL" || cmd == "FLUSHDB" {
+		// Every key goes, a SET NX lock's too; fenced's locks stay.
+		if len(args) > 2 || len(args) == 2 && args[1] != "ASYNC" && args[1] != "SYNC" {
+			return reply.Error("ERR syntax error")
+		}
+		clear(m.keys)
+		return reply.OK()
+	}
+	name := args[1]
+	k := m.liveKey(name, now)
+	lock := m.locks[name] != nil
 	// set makes name the string v, a new key if there is none.
 	set := func(v string) *mKey {
 		if k == nil {
@@ -251,6 +263,53 @@ func (m *model) exec(args []string, now int64) reply.Value {
 			delete(m.keys, name)
 		}
 		return reply.OK()
+	case "RENAME", "RENAMENX":
+		// The key moves whole, deadline and all, to a name created now:
+		// its token is this entry's index. A held lock neither moves nor
+		// is replaced.
+		dst := args[2]
+		dlock, dk := m.locks[dst] != nil, m.liveKey(dst, now)
+		switch {
+		case lock:
+			return wrongType
+		case k == nil:
+			return reply.Error("ERR no such key")
+		case name == dst && cmd == "RENAME":
+			return reply.OK()
+		case name == dst:
+			return reply.Int(0)
+		case cmd == "RENAMENX" && (dlock || dk != nil):
+			return reply.Int(0)
+		case dlock:
+			return wrongType
+		}
+		delete(m.keys, name)
+		m.keys[dst] = &mKey{val: k.val, created: int64(m.index), ttl: k.ttl, deadline: k.deadline}
+		if cmd == "RENAMENX" {
+			return reply.Int(1)
+		}
+		return reply.OK()
+	case "COPY":
+		// COPY src dst [DB n] [REPLACE], as the generator writes it.
+		dst, replace := args[2], slices.Contains(args, "REPLACE")
+		if i := slices.Index(args, "DB"); i > 0 && args[i+1] != "0" {
+			return reply.Error("ERR DB index is out of range")
+		}
+		dlock, dk := m.locks[dst] != nil, m.liveKey(dst, now)
+		switch {
+		case name == dst:
+			return reply.Error("ERR source and destination objects are the same")
+		case lock:
+			return wrongType
+		case k == nil:
+			return reply.Int(0)
+		case (dlock || dk != nil) && !replace:
+			return reply.Int(0)
+		case dlock:
+			return wrongType
+		}
+		m.keys[dst] = &mKey{val: k.val, created: int64(m.index), ttl: k.ttl, deadline: k.deadline}
+		return reply.Int(1)
 	case "PEXPIREAT":
 		at, _ := strconv.ParseInt(args[2], 10, 64)
 		when := now + at - m.unix
@@ -352,6 +411,16 @@ func (m *model) read(args []string, now int64) reply.Value {
 			return reply.Int(1)
 		}
 		return reply.Int(0)
+	case "TOUCH":
+		n := 0
+		for _, a := range args[1:] {
+			if m.locks[a] != nil || m.liveKey(a, now) != nil {
+				n++
+			}
+		}
+		return reply.Int(int64(n))
+	case "OBJECT":
+		return m.objectRead(args, now)
 	case "KEYS":
 		var names []string
 		for n := range m.keys {
@@ -387,7 +456,7 @@ func (g *gen) genExec() []string {
 	name := g.pick(genKeys())
 	ms := func() string { return strconv.Itoa(10 * g.src.intn(30)) }
 	at := func() string { return strconv.FormatInt(g.wall+10*int64(g.src.intn(30)-5), 10) }
-	switch g.src.intn(20) {
+	switch g.src.intn(24) {
 	case 8:
 		return []string{"PEXPIREAT", name, at()}
 	case 9:
@@ -438,8 +507,26 @@ func (g *gen) genExec() []string {
 		return []string{"DECRBY", name, g.pick([]string{"2", "-1", "9223372036854775807", "-9223372036854775808"})}
 	case 18:
 		return []string{"DECR", name}
-	default:
+	case 19:
 		return []string{"INCRBYFLOAT", name, g.pick([]string{"1.5", "-0.25", "0.5", "2", "x"})}
+	case 20:
+		return []string{"RENAME", name, g.pick(genKeys())}
+	case 21:
+		return []string{"RENAMENX", name, g.pick(genKeys())}
+	case 22:
+		a := []string{"COPY", name, g.pick(genKeys())}
+		if g.src.intn(4) == 0 {
+			a = append(a, "DB", g.pick([]string{"0", "1"}))
+		}
+		if g.src.intn(2) == 0 {
+			a = append(a, "REPLACE")
+		}
+		return a
+	default:
+		if g.src.intn(3) == 0 {
+			return []string{g.pick([]string{"FLUSHALL", "FLUSHDB"}), g.pick([]string{"ASYNC", "SYNC", "NOW"})}[:1+g.src.intn(2)]
+		}
+		return []string{"RENAME", name, g.pick(genKeys())}
 	}
 }
 
@@ -459,9 +546,42 @@ func compareKeyReads(s *State, m *model, now int64) error {
 			return fmt.Errorf("KeyFence(%s) = %d %v, model %d %v", name, gf, gok, wf, wok)
 		}
 	}
-	args := []string{"KEYS", "*"}
-	if got, want := s.Exec(args, now), m.read(args, now); resp.FromReply(got).String() != resp.FromReply(want).String() {
-		return fmt.Errorf("Exec(%q) = %v, model %v", args, got, want)
+	for _, args := range [][]string{{"KEYS", "*"}, append([]string{"TOUCH"}, names...), {"OBJECT", "ENCODING", "k1"}, {"OBJECT", "REFCOUNT", "k2"}} {
+		if got, want := s.Exec(args, now), m.read(args, now); resp.FromReply(got).String() != resp.FromReply(want).String() {
+			return fmt.Errorf("Exec(%q) = %v, model %v", args, got, want)
+		}
 	}
 	return nil
+}
+
+// objectRead answers OBJECT ENCODING and REFCOUNT of a model key (a
+// string): Redis 7.0 holds a string of at most 20 bytes that reads back as
+// the same int64 as that integer, one of at most 44 bytes in one
+// allocation, and shares the integers 0 to 9999.
+func (m *model) objectRead(args []string, now int64) reply.Value {
+	name := args[2]
+	k := m.liveKey(name, now)
+	switch {
+	case m.locks[name] != nil && args[1] == "ENCODING":
+		return reply.BulkString("fencedlock")
+	case m.locks[name] != nil:
+		return reply.Int(1)
+	case k == nil:
+		return reply.Null()
+	}
+	n, err := strconv.ParseInt(k.val, 10, 64)
+	isInt := err == nil && len(k.val) <= 20 && strconv.FormatInt(n, 10) == k.val
+	if args[1] == "REFCOUNT" {
+		if isInt && n >= 0 && n < 10000 {
+			return reply.Int(math.MaxInt32)
+		}
+		return reply.Int(1)
+	}
+	switch {
+	case isInt:
+		return reply.BulkString("int")
+	case len(k.val) <= 44:
+		return reply.BulkString("embstr")
+	}
+	return reply.BulkString("raw")
 }

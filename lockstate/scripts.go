@@ -249,7 +249,7 @@ func (s *State) runScript(ev commands.Eval, sb script.Shebang, ro bool, user str
 	if ro && sb.Present && !sb.Has(script.FlagNoWrites) {
 		return errROWriteFlag
 	}
-	env := scriptEnv{s: s, now: now, unix: unix, user: user, readOnly: ro || sb.Has(script.FlagNoWrites)}
+	env := scriptEnv{s: s, now: now, unix: unix, user: user, readOnly: ro || sb.Has(script.FlagNoWrites), draws: new(uint64)}
 	v := s.engine.RunAt(ev.Body, ev.Keys, ev.Argv, env, int64(s.index), s.Version())
 	return capDepth(v, 0)
 }
@@ -287,6 +287,9 @@ type scriptEnv struct {
 	user string
 	// readOnly refuses write commands (EVAL_RO, EVALSHA_RO, no-writes).
 	readOnly bool
+	// draws counts the script's RANDOMKEYs: each is a new draw from the
+	// entry's index, the same on every replica (randomDraw).
+	draws *uint64
 }
 
 func (e scriptEnv) Call(args []string) reply.Value {
@@ -336,6 +339,10 @@ func (e scriptEnv) Call(args []string) reply.Value {
 		return reply.Null()
 	case "eval", "evalsha", "script", "eval_ro", "evalsha_ro":
 		return reply.Error(script.ErrNotAllowed)
+	case "randomkey":
+		r := e.s.RandomKey(e.now, randomDraw(e.s.index, *e.draws))
+		*e.draws++
+		return r
 	}
 	if h := readHandler(spec.Name); h != nil {
 		return h(e.s, a, e.now)

@@ -70,12 +70,13 @@ type item struct {
 }
 
 func newConn(s *Server, nc net.Conn) *Conn {
+	lim := s.connLimitsLocked() // startConn holds s.mu
 	c := &Conn{
 		srv:        s,
 		nc:         nc,
 		id:         s.nextID.Add(1),
 		created:    time.Now(),
-		limits:     s.Limits,
+		limits:     lim,
 		queue:      make(chan item, s.maxPipeline()),
 		finished:   make(chan struct{}, 1),
 		execDone:   make(chan struct{}),
@@ -91,7 +92,7 @@ func newConn(s *Server, nc net.Conn) *Conn {
 	c.ctx, c.cancel = context.WithCancel(s.baseCtx)
 	c.proto.Store(2)
 	c.touch()
-	c.rd = NewReader(nc, s.Limits)
+	c.rd = NewReader(nc, lim)
 	return c
 }
 

@@ -52,7 +52,7 @@ type Server struct {
 	Handler Handler
 	// Limits are the reader limits a new connection starts with; zero
 	// fields take the DefaultLimits. Conn.SetLimits changes them later, for
-	// example after AUTH.
+	// example after AUTH, and SetLimits those of the connections to come.
 	Limits Limits
 	// MaxConns caps open connections (default 10000). A connection over it
 	// is answered "-ERR max number of clients reached" and closed.
@@ -92,6 +92,7 @@ type Server struct {
 	crossQuiet  atomic.Int64
 
 	mu        sync.Mutex // mu guards the fields below
+	newLimits *Limits    // SetLimits's, in place of Limits
 	listeners map[*net.Listener]struct{}
 	conns     map[*Conn]struct{}
 	baseCtx   context.Context // parent of every Conn's context; cancelled by Close
@@ -110,6 +111,24 @@ const (
 	// for the command after them before they are sent anyway.
 	lateFlushDelay = time.Millisecond
 )
+
+// SetLimits changes the reader limits of the connections accepted from
+// now on (CONFIG SET proto-max-bulk-len); those open keep theirs until
+// their Conn.SetLimits.
+func (s *Server) SetLimits(l Limits) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.newLimits = &l
+}
+
+// connLimitsLocked are the limits a new connection starts with. s.mu
+// must be held.
+func (s *Server) connLimitsLocked() Limits {
+	if s.newLimits != nil {
+		return *s.newLimits
+	}
+	return s.Limits
+}
 
 // initLocked sets up the server's state on first use. s.mu must be held.
 func (s *Server) initLocked() {

@@ -146,7 +146,7 @@ func (s *Server) gate(c *resp.Conn, spec *commands.Spec, args [][]byte) error {
 // authenticated (Redis since CVE-2021-32675), never above the configured
 // ones.
 func (s *Server) preAuthLimits() resp.Limits {
-	pre, lim := resp.UnauthenticatedLimits(), s.cfg.Limits
+	pre, lim := resp.UnauthenticatedLimits(), s.fullLimits()
 	for _, f := range []struct{ pre, lim *int }{{&pre.MaxBulk, &lim.MaxBulk}, {&pre.MaxArgs, &lim.MaxArgs}, {&pre.MaxInline, &lim.MaxInline}, {&pre.MaxCommand, &lim.MaxCommand}} {
 		if *f.lim > 0 {
 			*f.pre = min(*f.pre, *f.lim)
@@ -160,7 +160,7 @@ func (s *Server) connLimits() resp.Limits {
 	if s.auth.required() {
 		return s.preAuthLimits()
 	}
-	return s.cfg.Limits
+	return s.fullLimits()
 }
 
 // authenticate runs the check of AUTH and HELLO AUTH. On success c is
@@ -174,7 +174,7 @@ func (s *Server) authenticate(c *resp.Conn, user, pass []byte) error {
 		return ErrWrongPass
 	}
 	if s.auth.required() && st.user == "" {
-		c.SetLimits(s.cfg.Limits)
+		s.setFullLimits(c, true)
 	}
 	st.user, st.authFails = string(user), 0
 	return nil
@@ -185,7 +185,7 @@ func (s *Server) authenticate(c *resp.Conn, user, pass []byte) error {
 func (s *Server) deauthenticate(c *resp.Conn) {
 	st := stateOf(c)
 	if s.auth.required() && st.user != "" {
-		c.SetLimits(s.preAuthLimits())
+		s.setFullLimits(c, false)
 	}
 	st.user = ""
 }

@@ -451,6 +451,7 @@ func (cfg *Config) flagSet() (fs *flag.FlagSet, configFile *string, version *boo
 	fs.Var(secondsFlag{&cfg.IdleTimeout}, "timeout", "close a client idle for this many `SECONDS` (0 = never; not subscribers nor blocked clients)")
 	fs.Var(sizeFlag[int64]{&cfg.MaxMemory}, "maxmemory", "`BYTES` of replicated state past which writes answer -OOM (0 = no limit); the leader's setting applies")
 	fs.Var(outputLimitsFlag{&cfg.OutputLimits}, "client-output-buffer-limit", "`\"CLASS HARD SOFT SECONDS\"`: close a client whose pending output passes HARD bytes, or SOFT for SECONDS (CLASS normal or pubsub; 0 = none; repeatable)")
+	fs.Var(protoBulkFlag{&cfg.Limits.MaxBulk}, "proto-max-bulk-len", "`BYTES` in one argument of a client's command, 512kb to 4mb (Redis's setting; CONFIG SET changes it)")
 	fs.Var(sizeFlag[uint64]{&cfg.DiskReserve}, "disk-reserve", "`BYTES` kept free in the data directory: below them writes answer -MISCONF until space is back")
 	fs.Var(passwordFlag{&cfg.RequirePass}, "requirepass", "the default user's `PASSWORD` (needed beyond loopback); ps shows flags: prefer "+envRequirePass+" or --config (flag and file win over the variable)")
 	return fs, configFile, version

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +72,43 @@ func TestMaxMemoryFlag(t *testing.T) {
 	for _, bad := range []string{"-1", "lots", "1.5gb", "99999999999gb", ""} {
 		if _, err := parseFlags([]string{"--maxmemory", bad}, func(string) string { return "" }, io.Discard); err == nil {
 			t.Errorf("--maxmemory %q accepted", bad)
+		}
+	}
+}
+
+// TestProtoMaxBulkLenFlag: fenced's default, Redis's units, fenced's range
+// (512kb to 4mb), the config file; a value out of range is refused in
+// Redis's words.
+func TestProtoMaxBulkLenFlag(t *testing.T) {
+	env := func(string) string { return "" }
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 512 << 10},
+		{[]string{"--proto-max-bulk-len", "524288"}, 512 << 10},
+		{[]string{"--proto-max-bulk-len", "1mb"}, 1 << 20},
+		{[]string{"--proto-max-bulk-len", "4MB"}, 4 << 20},
+		{[]string{"--proto-max-bulk-len", "4000k"}, 4_000_000},
+	} {
+		cfg, err := parseFlags(c.args, env, io.Discard)
+		if err != nil || cfg.Limits.MaxBulk != c.want {
+			t.Errorf("%q: %d, %v; want %d", c.args, cfg.Limits.MaxBulk, err, c.want)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "fenced.conf")
+	os.WriteFile(file, []byte("proto-max-bulk-len 2mb\n"), 0o600)
+	if cfg, err := parseFlags([]string{"--config", file}, env, io.Discard); err != nil || cfg.Limits.MaxBulk != 2<<20 {
+		t.Errorf("config file: %d, %v", cfg.Limits.MaxBulk, err)
+	}
+	for bad, want := range map[string]string{
+		"524287": "argument must be between 524288 and 4194304 inclusive", "5mb": "argument must be between 524288 and 4194304 inclusive",
+		"512mb": "argument must be between 524288 and 4194304 inclusive", "-1": "argument must be a memory value",
+		"lots": "argument must be a memory value", "1.5mb": "argument must be a memory value", "": "argument must be a memory value",
+	} {
+		_, err := parseFlags([]string{"--proto-max-bulk-len", bad}, env, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "proto-max-bulk-len") {
+			t.Errorf("--proto-max-bulk-len %q: %v, want %q", bad, err, want)
 		}
 	}
 }

@@ -70,7 +70,6 @@ func configParams() map[string]configParam {
 		"latency-monitor-threshold":  fixed("0"), // LATENCY: see latency.go
 		"timeout":                    {get: func(s *Server) string { return strconv.FormatInt(int64(s.cfg.IdleTimeout.Seconds()), 10) }},
 		"maxclients":                 {get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxConns) }},
-		"proto-max-bulk-len":         {get: func(s *Server) string { return strconv.Itoa(s.cfg.Limits.MaxBulk) }},
 		"client-output-buffer-limit": {get: func(s *Server) string { return outputLimitsFlag{&s.cfg.OutputLimits}.String() }},
 		"port":                       {get: func(s *Server) string { return port(s.cfg.Listen) }},
 		"tls-port":                   {get: func(s *Server) string { return port(s.cfg.TLS.Listen) }},
@@ -113,6 +112,14 @@ func configParams() map[string]configParam {
 		"dir":           {get: func(s *Server) string { return s.cfg.Data }},
 		"write-timeout": {get: func(s *Server) string { return s.cfg.WriteTimeout.String() }},
 		"disk-reserve":  {get: func(s *Server) string { return strconv.FormatUint(s.cfg.DiskReserve, 10) }},
+		// This node's clients, from their next command (protobulk.go).
+		"proto-max-bulk-len": {
+			get: func(s *Server) string { return strconv.Itoa(s.fullLimits().MaxBulk) },
+			set: func(s *Server, v string) (func(), error) {
+				n, err := parseProtoMaxBulk(v)
+				return func() { s.setProtoMaxBulk(n) }, err
+			},
+		},
 	}
 }
 
@@ -132,7 +139,7 @@ func (s *Server) configCmd(c *resp.Conn, args [][]byte) resp.Value {
 		return helpReply(
 			"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"GET <pattern> [<pattern> ...]", "    Return the settings whose names match the glob patterns, with their values.",
-			"SET <name> <value> [<name> <value> ...]", "    Set settings: maxmemory (this node's, stamped into the entries it proposes as leader), maxmemory-policy (noeviction only), slowlog-log-slower-than, slowlog-max-len.",
+			"SET <name> <value> [<name> <value> ...]", "    Set settings: maxmemory (this node's, stamped into the entries it proposes as leader), maxmemory-policy (noeviction only), proto-max-bulk-len (this node's clients, from their next command), slowlog-log-slower-than, slowlog-max-len.",
 			"RESETSTAT", "    Reset the statistics INFO reports.",
 			"HELP", "    Print this help.",
 		)

@@ -57,6 +57,9 @@ type connState struct {
 	// failed attempts, which slow down the next (auth.go).
 	user      string
 	authFails int
+	// fullLimits: the connection reads with the full limits, not the
+	// pre-AUTH ones (guarded by Server.limitsMu; protobulk.go).
+	fullLimits bool
 	// unanswered counts the connection's writes proposed ahead and not yet
 	// answered (pipeline.go); their Laters, on the replier, decrement it.
 	unanswered atomic.Int64

@@ -47,6 +47,7 @@ func (s *Server) nativeHandlers() map[string]handlerFunc {
 		"session.list":      s.sessionList,
 		"keys":              s.keys,
 		"scan":              s.scan,
+		"randomkey":         s.randomKey,
 		"raft.snapshot":     s.raftSnapshot,
 		"raft.status":       s.raftStatus,
 		"raft.hash":         s.raftHash,

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math/rand/v2"
 
 	"github.com/fenced/fenced/internal/plant"
 	"github.com/fenced/fenced/lockstate"
@@ -44,6 +45,16 @@ func (s *Server) execRead(c *resp.Conn, args [][]byte) resp.Value {
 	}
 	return s.read(c.Context(), func(st *lockstate.State, now int64) resp.Value {
 		return resp.FromReply(st.Exec(strs, now))
+	})
+}
+
+// randomKey is RANDOMKEY from a client: a read, so this node's own draw
+// picks the key (a script's RANDOMKEY draws from its entry instead, the
+// same on every replica).
+func (s *Server) randomKey(c *resp.Conn, args [][]byte) resp.Value {
+	r := rand.Uint64()
+	return s.read(c.Context(), func(st *lockstate.State, now int64) resp.Value {
+		return resp.FromReply(st.RandomKey(now, r))
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,15 +26,20 @@ import (
 
 // Server is one running fenced node.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	node   *raftstore.Node
-	clock  *session.Clock
-	ticker *session.Ticker
-	waits  *waits
-	lists  *listWaits // BLPOPs waiting on this node
-	pubsub *pubsub    // this node's subscribers
-	fwd    *forwarder
+	cfg Config
+	// protoMaxBulk is proto-max-bulk-len as CONFIG SET left it (0: as
+	// cfg.Limits says); limitsMu orders the changes of connections'
+	// limits (protobulk.go).
+	protoMaxBulk atomic.Int64
+	limitsMu     sync.Mutex
+	log          *slog.Logger
+	node         *raftstore.Node
+	clock        *session.Clock
+	ticker       *session.Ticker
+	waits        *waits
+	lists        *listWaits // BLPOPs waiting on this node
+	pubsub       *pubsub    // this node's subscribers
+	fwd          *forwarder
 	// start is settled once this node has recorded its address and
 	// cancelled the waits of its earlier process; until then its clients'
 	// commands wait or get -LOADING, so none of them can hand a lock to
@@ -139,9 +145,21 @@ func Start(cfg Config) (*Server, error) {
 		OutputLimit: cfg.OutputLimits.Normal, PubSubOutputLimit: cfg.OutputLimits.PubSub}
 	// Links from other nodes idle between requests and are never
 	// subscribers; a node that stops reading its replies is let go.
-	s.peerRS = &resp.Server{Handler: peerHandler{s}, Limits: cfg.Limits, MaxConns: cfg.MaxConns, Logger: cfg.Logger,
+	s.peerRS = &resp.Server{Handler: peerHandler{s}, Limits: peerLimits(cfg.Limits), MaxConns: cfg.MaxConns, Logger: cfg.Logger,
 		WriteTimeout: cfg.WriteTimeout}
 	return s, nil
+}
+
+// peerLimits are the limits of the links from other nodes: a forwarded
+// write is one argument, RAFT.PROPOSE's entry, which holds a whole client
+// command, so it may be as large as a command any node's clients may send
+// (up to MaxCommand, with arguments up to ProtoMaxBulkMax, whatever this
+// node's own proto-max-bulk-len), and a little more for its encoding.
+func peerLimits(l resp.Limits) resp.Limits {
+	d := resp.DefaultLimits()
+	l.MaxCommand = max(l.MaxCommand, d.MaxCommand, ProtoMaxBulkMax) + 1<<20
+	l.MaxBulk = l.MaxCommand
+	return l
 }
 
 // tickerNode is the ticker's view of s.node, which is set after the ticker

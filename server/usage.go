@@ -47,6 +47,7 @@ func flagGroups() []flagGroup {
 			{name: "write-timeout", example: "--write-timeout 30s"},
 			{name: "client-output-buffer-limit", def: `"normal 0 0 0" "pubsub 32mb 8mb 60"`, example: `--client-output-buffer-limit "pubsub 64mb 16mb 60"`},
 			{name: "maxmemory", def: "1gb", example: "--maxmemory 512mb"},
+			{name: "proto-max-bulk-len", def: "512kb", example: "--proto-max-bulk-len 4mb"},
 			{name: "disk-reserve", def: "128mb", example: "--disk-reserve 1gb"},
 		}},
 		{"Security", []flagHelp{

@@ -41,7 +41,8 @@ func TestVersionOneRefusedUpFront(t *testing.T) {
 	// version to raise), so the applied index shows whether the refused
 	// commands were proposed.
 	before, _ := s.node.StateHash()
-	for _, args := range [][]any{{"SETNX", "k", "v"}, {"setnx", "k"}, {"INCRBYFLOAT", "k", "1.5"}, {"GETEX", "k", "PERSIST"}} {
+	for _, args := range [][]any{{"SETNX", "k", "v"}, {"setnx", "k"}, {"INCRBYFLOAT", "k", "1.5"}, {"GETEX", "k", "PERSIST"},
+		{"FLUSHALL"}, {"RENAME", "k", "x"}, {"COPY", "k", "x", "REPLACE"}} {
 		var b strings.Builder
 		for _, a := range args[1:] {
 			b.WriteString("'" + a.(string) + "' ")

@@ -76,7 +76,9 @@ func startCompatTarget(t testing.TB) *compatTarget {
 	return tgt
 }
 
-func startRedisServer(t testing.TB) *compatTarget {
+// startRedisServer starts a redis-server with no persistence, and the
+// settings in extra ("--databases", "1").
+func startRedisServer(t testing.TB, extra ...string) *compatTarget {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -85,8 +87,8 @@ func startRedisServer(t testing.TB) *compatTarget {
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	_, port, _ := strings.Cut(addr, ":")
 	var logBuf bytes.Buffer
-	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--dir", t.TempDir())
+	cmd := exec.Command(bin, append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--dir", t.TempDir()}, extra...)...)
 	cmd.Stdout, cmd.Stderr = &logBuf, &logBuf
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting redis-server: %v", err)
