@@ -31,6 +31,7 @@ const (
 	CatScripting
 	CatFencedlock
 	CatSession
+	CatTransaction
 	catEnd
 )
 
@@ -38,7 +39,7 @@ const (
 const CatAll = catEnd - 1
 
 var catNames = [...]string{"keyspace", "read", "write", "string", "hash", "list", "pubsub", "admin",
-	"fast", "slow", "blocking", "dangerous", "connection", "scripting", "fencedlock", "session"}
+	"fast", "slow", "blocking", "dangerous", "connection", "scripting", "fencedlock", "session", "transaction"}
 
 // CatNames lists the categories in ACL CAT's order.
 func CatNames() []string { return catNames[:] }
@@ -92,6 +93,8 @@ var groups = map[string]Cats{
 	"hello": CatConnection, "select": CatConnection, "quit": CatConnection, "reset": CatConnection,
 	"client": CatConnection, "command": CatConnection, "info": CatConnection, "time": CatConnection,
 	"role": CatConnection, "acl": CatConnection, "config": CatAdmin, "slowlog": CatAdmin, "latency": CatAdmin,
+	"multi": CatTransaction, "exec": CatTransaction, "discard": CatTransaction, "watch": CatTransaction,
+	"unwatch": CatTransaction, "raft.watch": CatAdmin,
 }
 
 // slow are the commands whose work grows with their input or the state
@@ -101,6 +104,7 @@ var slow = map[string]bool{
 	"hgetall": true, "eval": true, "evalsha": true, "script": true, "session.list": true, "info": true,
 	"command": true, "client": true, "cluster": true, "acl": true, "flock": true, "blpop": true,
 	"scan": true, "raft.backup": true, "setex": true, "psetex": true, "setrange": true,
+	"exec": true,
 }
 
 // adminSubs are subcommands that need the admin permission although their
@@ -180,7 +184,7 @@ func (s *Spec) KeysOf(args [][]byte) [][]byte {
 			out = append(out, args[i])
 		}
 		return out
-	case "mget", "del", "unlink", "exists":
+	case "mget", "del", "unlink", "exists", "watch":
 		return args[1:]
 	case "dbsize", "keys":
 		return nil

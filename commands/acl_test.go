@@ -10,7 +10,7 @@ import (
 // @slow; the admin set is the one the security contract names.
 func TestEveryCommandHasAGroup(t *testing.T) {
 	tb := New()
-	const group = CatKeyspace | CatString | CatHash | CatList | CatPubsub | CatAdmin | CatConnection | CatScripting | CatFencedlock | CatSession
+	const group = CatKeyspace | CatString | CatHash | CatList | CatPubsub | CatAdmin | CatConnection | CatScripting | CatFencedlock | CatSession | CatTransaction
 	for _, s := range tb.All() {
 		c := s.Cats
 		if c&group == 0 {
@@ -33,7 +33,7 @@ func TestEveryCommandHasAGroup(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"raft.snapshot", "raft.status", "raft.hash", "raft.backup", "raft.join", "raft.remove", "raft.transfer",
-		"raft.propose", "raft.link", "raft.user", "lock.forceunlock", "session.list", "keys", "config", "slowlog", "latency"} {
+		"raft.propose", "raft.link", "raft.user", "raft.watch", "lock.forceunlock", "session.list", "keys", "config", "slowlog", "latency"} {
 		if !admin[name] {
 			t.Errorf("%s is not admin", name)
 		}

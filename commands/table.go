@@ -199,6 +199,13 @@ func New() *Table {
 		{"publish", 3, Write | Keyspace},
 		{"subscribe", -2, Conn},
 		{"unsubscribe", -1, Conn},
+		// Transactions (issue 21): the connection queues, EXEC proposes
+		// the queue as one entry (server/multi.go, lockstate/tx.go).
+		{"multi", 1, Conn},
+		{"exec", 1, Conn},
+		{"discard", 1, Conn},
+		{"watch", -2, Conn},
+		{"unwatch", 1, Conn},
 		// Cluster administration.
 		{"raft.snapshot", 1, Admin | Conn},
 		{"raft.status", 1, Admin | Conn},
@@ -214,6 +221,8 @@ func New() *Table {
 		{"raft.propose", 2, Write | Ahead | Admin | Peer},
 		{"raft.link", 2, Admin | Conn | Peer},
 		{"raft.user", 2, Admin | Conn | Peer},
+		// WATCH on a follower: the leader's linearizable read of the keys.
+		{"raft.watch", -2, Admin | Conn | Peer},
 		{"cluster", -2, Conn},
 		// Connection (SPEC section 4).
 		{"ping", -1, Conn},
@@ -266,6 +275,7 @@ func New() *Table {
 var sinceVersion = map[string]int64{
 	"setnx": 2, "setex": 2, "psetex": 2, "getset": 2, "getex": 2, "append": 2, "setrange": 2,
 	"incrby": 2, "incrbyfloat": 2, "decr": 2, "decrby": 2, "expiretime": 2, "pexpiretime": 2,
+	"multi": 3, "exec": 3, "discard": 3, "watch": 3, "unwatch": 3, "raft.watch": 3,
 }
 
 // Lookup finds a command by name, case-insensitively.
