@@ -107,9 +107,9 @@ type lock struct {
 	name    string
 	session string // holder
 	owner   string
-	count   int64 // reentrant holds, >= 1
-	limit   int64 // reentrancy limit of this ownership; <= 0 = none
-	token   int64 // log index of the entry that granted this ownership
+	count   int64  // reentrant holds, >= 1
+	limit   int64  // reentrancy limit of this ownership; <= 0 = none
+	token   int64  // log index of the entry that granted this ownership
 	mod     uint64 // log index of the entry that last changed it, from version 3 (mods.go)
 	queue   []*waiter
 	cost    int64 // its record's share of Used (memory.go)
