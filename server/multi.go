@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/fenced/fenced/commands"
 	"github.com/fenced/fenced/lockstate"
@@ -125,8 +126,9 @@ func (s *Server) inTransaction(c *resp.Conn, st *connState, spec *commands.Spec,
 			return resp.Value{}, false
 		}
 		if name == "exec" {
+			// Redis quotes the reason without its ERR, a code word kept.
 			s.discardTx(st)
-			return resp.Error(execAbortBecause + errorReply(err).Text()), true
+			return resp.Error(execAbortBecause + strings.TrimPrefix(errorReply(err).Text(), "ERR ")), true
 		}
 		st.tx.failed = true
 		return resp.Value{}, false
