@@ -183,7 +183,7 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 			case l != nil:
 				fmt.Fprintf(&b, "%s: lock mod %d\n", name, l.mod)
 			case t != nil:
-				fmt.Fprintf(&b, "%s: deleted at %d (created %d)\n", name, t.index, t.created)
+				fmt.Fprintf(&b, "%s: deleted at %d (last mod %d)\n", name, t.index, t.lastMod)
 			default:
 				fmt.Fprintf(&b, "%s: none\n", name)
 			}

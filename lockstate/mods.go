@@ -41,10 +41,11 @@ const modBytes = 8
 // tomb is a deleted name's tombstone.
 type tomb struct {
 	index uint64 // the entry that deleted it
-	// created is the creation index of the key record deleted, the entry's
-	// own index for a lock or anything not known: a watch of a key that
-	// was already expired (stale) passes if only that record went.
-	created uint64
+	// lastMod is the mod index the deleted key had, the entry's own for a
+	// lock or when the entry changed the name more than once: a watch of a
+	// key that was already expired (stale) passes if only that key's
+	// deletion came after it.
+	lastMod uint64
 }
 
 // tombKey orders the tombstones for dropping: oldest first, by name within
@@ -61,7 +62,7 @@ func cmpTombKey(a, b tombKey) int {
 	return strings.Compare(a.name, b.name)
 }
 
-// Records: t/<name> is a tombstone (index, created), m/horizon the horizon.
+// Records: t/<name> is a tombstone (index, lastMod), m/horizon the horizon.
 const (
 	prefixTomb = "t/"
 	horizonKey = "m/horizon"
@@ -75,8 +76,8 @@ type mods struct {
 	tombOrder *btreemap.BTreeMap[tombKey, struct{}]
 	horizon   uint64
 	// touched lists the names whose records changed since the last
-	// stampMods, first touch first; seen holds, for each, the creation
-	// index of the key record it last saw there (0 = none seen).
+	// stampMods, first touch first; seen holds, for each, what a
+	// tombstone would take as lastMod.
 	touched []string
 	seen    map[string]uint64
 }
@@ -92,17 +93,17 @@ func (s *State) touch(key string) {
 		return
 	}
 	name := key[2:]
-	c, ok := s.seen[name]
-	if !ok {
-		s.touched = append(s.touched, name)
+	if _, ok := s.seen[name]; ok {
+		// Changed twice in the entry: more than a stale key's deletion.
+		s.seen[name] = s.index
+		return
 	}
-	switch k := s.kv[name]; {
-	case key[0] == 'k' && k != nil:
-		c = uint64(k.created)
-	case key[0] == 'l' || !ok:
-		c = s.index // a lock, or a key not seen: never a stale one
+	s.touched = append(s.touched, name)
+	last := s.index // a lock, or a key created by this entry: never stale
+	if k := s.kv[name]; key[0] == 'k' && k != nil && uint64(k.created) != s.index {
+		last = k.mod
 	}
-	s.seen[name] = c
+	s.seen[name] = last
 }
 
 // stampMods gives every name touched since the last call the entry's
@@ -141,9 +142,9 @@ func (s *State) stampMods() {
 
 func (s *State) maxTombstones() int { return s.cfg.MaxTombstones }
 
-func (s *State) setTomb(name string, created uint64) {
+func (s *State) setTomb(name string, lastMod uint64) {
 	t := s.tombs[name]
-	if t != nil && t.index == s.index && t.created == created {
+	if t != nil && t.index == s.index && t.lastMod == lastMod {
 		return
 	}
 	s.markDirty(tombRecKey(name), nil)
@@ -153,7 +154,7 @@ func (s *State) setTomb(name string, created uint64) {
 		t = &tomb{}
 		s.tombs[name] = t
 	}
-	t.index, t.created = s.index, created
+	t.index, t.lastMod = s.index, lastMod
 	s.tombOrder.ReplaceOrInsert(tombKey{t.index, name}, struct{}{})
 }
 
@@ -204,8 +205,8 @@ func (s *State) watchBroken(w Watch) bool {
 	}
 	if t := s.tombs[w.Key]; t != nil {
 		// Deleted after the watch: a change, unless the key was already
-		// stale then and the deletion was of that very record.
-		return t.index > w.Index && !(w.Stale && t.created <= w.Index)
+		// stale then and its deletion is all that happened since.
+		return t.index > w.Index && !(w.Stale && t.lastMod <= w.Index)
 	}
 	return s.horizon > w.Index
 }
@@ -213,16 +214,16 @@ func (s *State) watchBroken(w Watch) bool {
 func appendTomb(b []byte, t *tomb) []byte {
 	b = append(b, recordVersion)
 	b = appendUvarint(b, t.index)
-	return appendUvarint(b, t.created)
+	return appendUvarint(b, t.lastMod)
 }
 
 func (s *State) loadTomb(name string, r *reader) error {
-	t := &tomb{index: r.uvarint(), created: r.uvarint()}
+	t := &tomb{index: r.uvarint(), lastMod: r.uvarint()}
 	if err := r.done(); err != nil {
 		return err
 	}
 	switch {
-	case t.index == 0 || t.created > t.index:
+	case t.index == 0 || t.lastMod > t.index:
 		return errors.New("bad tombstone")
 	case s.tombs[name] != nil:
 		return errLoadOrder
