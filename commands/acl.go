@@ -31,6 +31,7 @@ const (
 	CatScripting
 	CatFencedlock
 	CatSession
+	CatTransaction
 	catEnd
 )
 
@@ -38,7 +39,7 @@ const (
 const CatAll = catEnd - 1
 
 var catNames = [...]string{"keyspace", "read", "write", "string", "hash", "list", "pubsub", "admin",
-	"fast", "slow", "blocking", "dangerous", "connection", "scripting", "fencedlock", "session"}
+	"fast", "slow", "blocking", "dangerous", "connection", "scripting", "fencedlock", "session", "transaction"}
 
 // CatNames lists the categories in ACL CAT's order.
 func CatNames() []string { return catNames[:] }
@@ -95,6 +96,8 @@ var groups = map[string]Cats{
 	"hello": CatConnection, "select": CatConnection, "quit": CatConnection, "reset": CatConnection,
 	"client": CatConnection, "command": CatConnection, "info": CatConnection, "time": CatConnection,
 	"role": CatConnection, "acl": CatConnection, "config": CatAdmin, "slowlog": CatAdmin, "latency": CatAdmin,
+	"multi": CatTransaction, "exec": CatTransaction, "discard": CatTransaction, "watch": CatTransaction,
+	"unwatch": CatTransaction, "raft.watch": CatAdmin,
 }
 
 // slow are the commands whose work grows with their input or the state
@@ -106,6 +109,7 @@ var slow = map[string]bool{
 	"scan": true, "raft.backup": true, "setex": true, "psetex": true, "setrange": true,
 	"eval_ro": true, "evalsha_ro": true,
 	"rename": true, "copy": true, "flushall": true, "flushdb": true, "randomkey": true, "object": true,
+	"exec": true,
 }
 
 // dangerous are Redis's @dangerous commands that need no admin permission
@@ -196,7 +200,7 @@ func (s *Spec) KeysOf(args [][]byte) [][]byte {
 			out = append(out, args[i])
 		}
 		return out
-	case "mget", "del", "unlink", "exists", "touch":
+	case "mget", "del", "unlink", "exists", "touch", "watch":
 		return args[1:]
 	case "rename", "renamenx", "copy":
 		return args[1:3]

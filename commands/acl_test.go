@@ -39,7 +39,7 @@ func TestKeyspaceCommandCategories(t *testing.T) {
 // @slow; the admin set is the one the security contract names.
 func TestEveryCommandHasAGroup(t *testing.T) {
 	tb := New()
-	const group = CatKeyspace | CatString | CatHash | CatList | CatPubsub | CatAdmin | CatConnection | CatScripting | CatFencedlock | CatSession
+	const group = CatKeyspace | CatString | CatHash | CatList | CatPubsub | CatAdmin | CatConnection | CatScripting | CatFencedlock | CatSession | CatTransaction
 	for _, s := range tb.All() {
 		c := s.Cats
 		if c&group == 0 {
@@ -62,7 +62,7 @@ func TestEveryCommandHasAGroup(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"raft.snapshot", "raft.status", "raft.hash", "raft.backup", "raft.join", "raft.remove", "raft.transfer",
-		"raft.propose", "raft.link", "raft.user", "lock.forceunlock", "session.list", "keys", "config", "slowlog", "latency",
+		"raft.propose", "raft.link", "raft.user", "raft.watch", "lock.forceunlock", "session.list", "keys", "config", "slowlog", "latency",
 		"flushall", "flushdb"} {
 		if !admin[name] {
 			t.Errorf("%s is not admin", name)

@@ -215,6 +215,13 @@ func New() *Table {
 		{"publish", 3, Write | Keyspace},
 		{"subscribe", -2, Conn},
 		{"unsubscribe", -1, Conn},
+		// Transactions (issue 21): the connection queues, EXEC proposes
+		// the queue as one entry (server/multi.go, lockstate/tx.go).
+		{"multi", 1, Conn},
+		{"exec", 1, Conn},
+		{"discard", 1, Conn},
+		{"watch", -2, Conn},
+		{"unwatch", 1, Conn},
 		// Cluster administration.
 		{"raft.snapshot", 1, Admin | Conn},
 		{"raft.status", 1, Admin | Conn},
@@ -230,6 +237,8 @@ func New() *Table {
 		{"raft.propose", 2, Write | Ahead | Admin | Peer},
 		{"raft.link", 2, Admin | Conn | Peer},
 		{"raft.user", 2, Admin | Conn | Peer},
+		// WATCH on a follower: the leader's linearizable read of the keys.
+		{"raft.watch", -2, Admin | Conn | Peer},
 		{"cluster", -2, Conn},
 		// Connection (SPEC section 4).
 		{"ping", -1, Conn},
@@ -285,6 +294,7 @@ var sinceVersion = map[string]int64{
 	"eval_ro": 3, "evalsha_ro": 3,
 	"rename": 3, "renamenx": 3, "copy": 3, "flushall": 3, "flushdb": 3, "move": 3, "swapdb": 3,
 	"touch": 3, "randomkey": 3, "object": 3,
+	"multi": 3, "exec": 3, "discard": 3, "watch": 3, "unwatch": 3, "raft.watch": 3,
 }
 
 // Lookup finds a command by name, case-insensitively.

@@ -114,7 +114,7 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 	case "new":
 		var cfg Config
 		for k, p := range map[string]*int{"maxsessions": &cfg.MaxSessions, "maxlocks": &cfg.MaxLocksPerSession,
-			"maxwaiters": &cfg.MaxWaitersPerLock, "reqmemory": &cfg.ReqMemory} {
+			"maxwaiters": &cfg.MaxWaitersPerLock, "reqmemory": &cfg.ReqMemory, "maxtombstones": &cfg.MaxTombstones} {
 			n, err := num(k, 0)
 			if err != nil {
 				return "", err
@@ -164,6 +164,31 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 				return "", fmt.Errorf("Exec(%q) changed the state", line)
 			}
 		}
+	case "watch":
+		// What WATCH records of each key (keys=a,b) at now: index, and stale.
+		for _, w := range h.s.Watches(strings.Split(args["keys"], ","), now) {
+			fmt.Fprintf(&b, "%s@%d", w.Key, w.Index)
+			if w.Stale {
+				b.WriteString(" stale")
+			}
+			b.WriteString("\n")
+		}
+	case "mods":
+		// The mod index of each key or lock named, its tombstone, and the
+		// horizon.
+		for _, name := range strings.Split(args["keys"], ",") {
+			switch k, l, t := h.s.kv[name], h.s.locks[name], h.s.tombs[name]; {
+			case k != nil:
+				fmt.Fprintf(&b, "%s: mod %d\n", name, k.mod)
+			case l != nil:
+				fmt.Fprintf(&b, "%s: lock mod %d\n", name, l.mod)
+			case t != nil:
+				fmt.Fprintf(&b, "%s: deleted at %d (last mod %d)\n", name, t.index, t.lastMod)
+			default:
+				fmt.Fprintf(&b, "%s: none\n", name)
+			}
+		}
+		fmt.Fprintf(&b, "tombstones=%d horizon=%d\n", h.s.TombstoneCount(), h.s.Horizon())
 	case "keyfence":
 		if f, ok := h.s.KeyFence(args["key"], now); ok {
 			return fmt.Sprint(f), nil
@@ -232,6 +257,32 @@ func (h *harness) apply(b *strings.Builder, line string) error {
 	index, when, wall := h.index+1, h.time, h.wall
 	fields := strings.Fields(line)
 	for i, f := range fields {
+		if f == "multi" {
+			// multi [key@index[!]...] ; CMD args ; CMD args: a transaction
+			// watching key since index (! = stale), then its commands.
+			e.Op = OpMulti
+			segs := strings.Split(strings.Join(fields[i+1:], " "), ";")
+			for _, w := range strings.Fields(segs[0]) {
+				k, n, _ := strings.Cut(w, "@")
+				stale := strings.HasSuffix(n, "!")
+				idx, err := strconv.ParseUint(strings.TrimSuffix(n, "!"), 10, 64)
+				if err != nil {
+					return err
+				}
+				e.Watches = append(e.Watches, Watch{Key: k, Index: idx, Stale: stale})
+			}
+			for _, seg := range segs[1:] {
+				var cmd []string
+				for _, a := range strings.Fields(seg) {
+					if a == "''" {
+						a = ""
+					}
+					cmd = append(cmd, a)
+				}
+				e.Cmds = append(e.Cmds, cmd)
+			}
+			break
+		}
 		if f == "exec" {
 			// The rest of the line is the command; '' is an empty argument.
 			e.Op = OpExec
@@ -315,7 +366,7 @@ func (h *harness) apply(b *strings.Builder, line string) error {
 	switch e.Op {
 	case OpTick:
 		res = "tick"
-	case OpExec:
+	case OpExec, OpMulti:
 		res = resp.FromReply(r.Reply).String()
 	}
 	fmt.Fprintf(b, "%d: %s\n", index, res)

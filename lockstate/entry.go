@@ -20,15 +20,22 @@ import (
 //
 // Version 5 adds Version after MaxMemory (which may then be 0); it is
 // written only for an entry with a Version, which must be positive.
+//
+// Version 6 adds a transaction's Watches and Cmds after Version (which may
+// then be 0): the count of watches, each its key, index and stale flag,
+// then the count of commands, each its argument count and arguments. It is
+// written only for an entry with either, which a leader proposes only at
+// cluster version 3 (OpMulti).
 const (
 	entryVersion1 = 1
 	entryVersion2 = 2
 	entryVersion3 = 3
 	entryVersion4 = 4
-	entryVersion  = 5
+	entryVersion5 = 5
+	entryVersion  = 6
 )
 
-func (op Op) valid() bool { return op >= OpTick && op <= OpSetVersion }
+func (op Op) valid() bool { return op >= OpTick && op <= OpMulti }
 
 // Encode appends the binary form of e to dst: the version, the op, then
 // every field in declaration order (signed integers as zigzag varints,
@@ -39,8 +46,10 @@ func (op Op) valid() bool { return op >= OpTick && op <= OpSetVersion }
 func (e Entry) Encode(dst []byte) []byte {
 	v := byte(entryVersion1)
 	switch {
-	case e.Version != 0:
+	case len(e.Watches) > 0 || len(e.Cmds) > 0:
 		v = entryVersion
+	case e.Version != 0:
+		v = entryVersion5
 	case e.MaxMemory != 0:
 		v = entryVersion4
 	case e.User != "" || e.AsAdmin:
@@ -78,8 +87,23 @@ func (e Entry) Encode(dst []byte) []byte {
 	if v >= entryVersion4 {
 		dst = appendVarint(dst, e.MaxMemory)
 	}
-	if v == entryVersion {
+	if v >= entryVersion5 {
 		dst = appendVarint(dst, e.Version)
+	}
+	if v >= entryVersion {
+		dst = appendUvarint(dst, uint64(len(e.Watches)))
+		for _, w := range e.Watches {
+			dst = appendString(dst, w.Key)
+			dst = appendUvarint(dst, w.Index)
+			dst = appendBool(dst, w.Stale)
+		}
+		dst = appendUvarint(dst, uint64(len(e.Cmds)))
+		for _, c := range e.Cmds {
+			dst = appendUvarint(dst, uint64(len(c)))
+			for _, a := range c {
+				dst = appendString(dst, a)
+			}
+		}
 	}
 	// Args, the last field, is written only when there are some, so an
 	// entry without them has the bytes it had before Args existed.
@@ -126,7 +150,7 @@ func DecodeEntry(b []byte) (Entry, error) {
 		if e.Wall = r.varint(); r.err == nil && e.Wall == 0 {
 			r.fail(errors.New("version 2 with no wall time"))
 		}
-	case entryVersion3, entryVersion4, entryVersion:
+	case entryVersion3, entryVersion4, entryVersion5, entryVersion:
 		e.Wall = r.varint()
 		e.User = r.str()
 		switch r.byte() {
@@ -144,9 +168,15 @@ func DecodeEntry(b []byte) (Entry, error) {
 				r.fail(errors.New("version 4 without a positive MaxMemory"))
 			}
 		}
-		if v == entryVersion {
-			if e.Version = r.varint(); r.err == nil && e.Version <= 0 {
+		if v >= entryVersion5 {
+			if e.Version = r.varint(); r.err == nil && v == entryVersion5 && e.Version <= 0 {
 				r.fail(errors.New("version 5 without a positive Version"))
+			}
+		}
+		if v == entryVersion {
+			e.Watches, e.Cmds = r.watches(), r.cmds()
+			if r.err == nil && len(e.Watches) == 0 && len(e.Cmds) == 0 {
+				r.fail(errors.New("version 6 with neither watches nor commands"))
 			}
 		}
 	}
@@ -171,6 +201,50 @@ func DecodeEntry(b []byte) (Entry, error) {
 		return Entry{}, fmt.Errorf("%w: %v", ErrBadEntry, err)
 	}
 	return e, nil
+}
+
+// count reads a count of items that take at least a byte each: one past
+// the remaining bytes is rejected before allocating.
+func (r *reader) count() int {
+	n := r.uvarint()
+	if r.err == nil && n > uint64(len(r.b)) {
+		r.fail(errLength)
+	}
+	if r.err != nil {
+		return 0
+	}
+	return int(n)
+}
+
+func (r *reader) watches() []Watch {
+	n := r.count()
+	if n == 0 {
+		return nil
+	}
+	ws := make([]Watch, n)
+	for i := range ws {
+		ws[i] = Watch{Key: r.str(), Index: r.uvarint(), Stale: r.bool()}
+	}
+	return ws
+}
+
+func (r *reader) cmds() [][]string {
+	n := r.count()
+	if n == 0 {
+		return nil
+	}
+	cs := make([][]string, n)
+	for i := range cs {
+		m := r.count()
+		if m == 0 && r.err == nil {
+			r.fail(errors.New("an empty command"))
+		}
+		cs[i] = make([]string, m)
+		for j := range cs[i] {
+			cs[i][j] = r.str()
+		}
+	}
+	return cs
 }
 
 // String names the op for logs and test output.
@@ -206,6 +280,8 @@ func (op Op) String() string {
 		return "acl.deluser"
 	case OpSetVersion:
 		return "setversion"
+	case OpMulti:
+		return "multi"
 	}
 	return fmt.Sprintf("op(%d)", uint8(op))
 }

@@ -101,7 +101,7 @@ func TestDecodeEntryRejects(t *testing.T) {
 		"version 0":       with(0, 0),
 		"version 2":       with(0, 2),
 		"op 0":            with(1, 0),
-		"op 16":           with(1, 16),
+		"op 17":           with(1, 17),
 		"args > rest":     append(bytes.Clone(good), 2, 0),
 		"args truncated":  append(bytes.Clone(good), 1, 2, 'x'),
 		"args count 0":    append(bytes.Clone(good), 0),
@@ -221,7 +221,7 @@ func TestEntryLayout(t *testing.T) {
 	}
 	// Version 5: Version after MaxMemory (which may be 0).
 	got = Entry{Op: OpSetVersion, Version: 2}.Encode(nil)
-	want = []byte{entryVersion, 15, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	want = []byte{entryVersion5, 15, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0, // Wall 0
 		0, // User ""
 		0, // AsAdmin
@@ -232,11 +232,41 @@ func TestEntryLayout(t *testing.T) {
 		t.Fatalf("encoded %x, want %x", got, want)
 	}
 	for _, v := range []byte{0, 1} { // Version 0 and -1: not written as version 5
-		if _, err := DecodeEntry([]byte{entryVersion, 15, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, v}); !errors.Is(err, ErrBadEntry) {
+		if _, err := DecodeEntry([]byte{entryVersion5, 15, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, v}); !errors.Is(err, ErrBadEntry) {
 			t.Fatalf("version 5 with Version byte %d decoded: %v", v, err)
 		}
 	}
-	for op, v := range map[Op]byte{OpCancelWaits: 9, OpNodeJoin: 10, OpNodeRemove: 11, OpExec: 12, OpACLSetUser: 13, OpACLDelUser: 14, OpSetVersion: 15} {
+	// Version 6: a transaction's watches and commands after Version (which
+	// may be 0), then Args as ever.
+	got = Entry{Op: OpMulti, Watches: []Watch{{Key: "k", Index: 300, Stale: true}}, Cmds: [][]string{{"GET", "k"}}}.Encode(nil)
+	want = []byte{entryVersion, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0,                     // Wall 0
+		0,                     // User ""
+		0,                     // AsAdmin
+		0,                     // MaxMemory 0
+		0,                     // Version 0
+		1, 1, 'k', 0xac, 2, 1, // one watch: "k", index 300, stale
+		1, 2, 3, 'G', 'E', 'T', 1, 'k', // one command of two arguments
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("encoded %x, want %x", got, want)
+	}
+	if e, err := DecodeEntry(want); err != nil || !reflect.DeepEqual(e.Watches, []Watch{{Key: "k", Index: 300, Stale: true}}) || !reflect.DeepEqual(e.Cmds, [][]string{{"GET", "k"}}) {
+		t.Fatalf("decoded %+v, %v", e, err)
+	}
+	base := want[:22]
+	for name, tail := range map[string][]byte{
+		"neither":        {0, 0},
+		"empty command":  {0, 1, 0},
+		"bad stale flag": {1, 1, 'k', 1, 2, 0},
+		"count > rest":   {0, 9, 1},
+		"truncated":      {1, 1, 'k'},
+	} {
+		if e, err := DecodeEntry(append(bytes.Clone(base), tail...)); !errors.Is(err, ErrBadEntry) {
+			t.Errorf("version 6, %s: decoded %+v, %v", name, e, err)
+		}
+	}
+	for op, v := range map[Op]byte{OpCancelWaits: 9, OpNodeJoin: 10, OpNodeRemove: 11, OpExec: 12, OpACLSetUser: 13, OpACLDelUser: 14, OpSetVersion: 15, OpMulti: 16} {
 		if byte(op) != v {
 			t.Errorf("%v = %d, want %d", op, op, v)
 		}

@@ -107,8 +107,11 @@ func (g *gen) next() (uint64, Entry) {
 		}
 	case k >= 124:
 		e = Entry{Op: OpACLDelUser, Time: g.time, Args: []string{g.pick([]string{"default", "u1", "u2", "u3"})}}
-	case k >= 112:
+	case k >= 119:
 		e = Entry{Op: OpExec, Time: g.time, Args: g.genExec()}
+	case k >= 112:
+		e = g.genMulti()
+		e.User = []string{"", "u1"}[g.src.intn(2)]
 	case k < 5:
 		e = Entry{Op: OpTick, Time: g.time}
 	case k < 17:

@@ -95,6 +95,9 @@ func recount(s *State) int64 {
 		}
 		kv := s.kv[string(name)]
 		n += int64(len(k) + kvHeader + recordOverhead)
+		if kv.mod != 0 { // the mod index a key carries from version 3
+			n += 8
+		}
 		switch kv.typ {
 		case kvString:
 			n += int64(len(kv.str))

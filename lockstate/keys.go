@@ -37,6 +37,7 @@ type kvKey struct {
 	list    []string          // kvList, never empty
 	size    int               // kvHash, kvList: the elements' share of the record, elemSize each
 	created int64             // log index of the entry that created the key: FENCE key
+	mod     uint64            // log index of the entry that last changed it, from version 3 (mods.go)
 	ttl     bool              // timer holds the deadline
 	timer   timer
 	cost    int64 // its record's share of Used (memory.go)
@@ -84,9 +85,9 @@ func (s *State) deleteKey(k *kvKey) {
 		s.unschedule(&k.timer)
 		s.setTTL(k, false)
 	}
+	s.markDirty(kvRecKey(k.name), &k.cost) // before it goes: touch sees the key deleted
 	delete(s.kv, k.name)
 	s.unindexName(k.name)
-	s.markDirty(kvRecKey(k.name), &k.cost)
 }
 
 // setDeadline gives k the absolute deadline d.
@@ -241,6 +242,9 @@ func appendKV(b []byte, k *kvKey) []byte {
 			b = appendString(b, e)
 		}
 	}
+	if k.mod != 0 { // from cluster version 3 (mods.go)
+		b = appendUvarint(b, k.mod)
+	}
 	return b
 }
 
@@ -299,6 +303,7 @@ func (s *State) loadKV(name string, r *reader) error {
 			r.fail(errors.New("unknown key type"))
 		}
 	}
+	k.mod = s.loadMod(r)
 	if err := r.done(); err != nil {
 		return err
 	}

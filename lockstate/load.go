@@ -72,6 +72,10 @@ func (s *State) load(k string, value []byte) error {
 		return s.loadUser(k[len(prefixUser):], &r)
 	case strings.HasPrefix(k, prefixMemo):
 		return s.loadMemo(k[len(prefixMemo):], &r)
+	case strings.HasPrefix(k, prefixTomb):
+		return s.loadTomb(k[len(prefixTomb):], &r)
+	case k == horizonKey:
+		return s.loadHorizon(&r)
 	default:
 		return errors.New("unknown key")
 	}
@@ -102,6 +106,7 @@ func (s *State) loadSession(id string, r *reader) error {
 
 func (s *State) loadLock(name string, r *reader) error {
 	l := &lock{name: name, session: r.str(), owner: r.str(), count: r.varint(), limit: r.varint(), token: r.varint()}
+	l.mod = s.loadMod(r)
 	if err := r.done(); err != nil {
 		return err
 	}

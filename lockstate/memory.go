@@ -47,6 +47,9 @@ func (s *State) cost(key string) (int64, *int64) {
 			return 0, nil
 		}
 		n := int64(len(key) + kvHeader + recordOverhead)
+		if k.mod != 0 {
+			n += modBytes
+		}
 		if k.typ == kvString {
 			return n + int64(len(k.str)), &k.cost
 		}

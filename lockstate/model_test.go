@@ -30,6 +30,9 @@ type model struct {
 	wakes []Wake
 	// expired counts what the deadlines of the entry in progress ended.
 	expired Expirations
+	// hist is each name's changes from cluster version 3, for WATCH
+	// (model_mods_test.go).
+	hist map[string][]mChange
 }
 
 type mSession struct {
@@ -73,12 +76,29 @@ func (m *model) apply(index uint64, e Entry) Result {
 		m.wall = max(m.wall, e.Wall)
 		m.unix = m.wall
 	}
-	m.expire(now)
-	m.expireKeys(now)
+	m.phase(func() {
+		m.expire(now)
+		m.expireKeys(now)
+	})
 	var r Result
 	switch e.Op {
 	case OpExec:
-		r.Reply = m.exec(e.Args, now)
+		r.Reply = m.write(e.Args, now)
+	case OpMulti:
+		r.Reply = m.multi(e, now)
+	default:
+		m.phase(func() { r = m.op(e, now) })
+	}
+	m.phase(m.handOff)
+	r.Wakes, r.Expired = m.wakes, m.expired
+	m.wakes, m.expired = nil, Expirations{}
+	return r
+}
+
+// op applies the entries other than OpExec and OpMulti.
+func (m *model) op(e Entry, now int64) Result {
+	var r Result
+	switch e.Op {
 	case OpTick:
 	case OpSessionOpen:
 		switch {
@@ -207,9 +227,6 @@ func (m *model) apply(index uint64, e Entry) Result {
 	default:
 		r.Err = ErrBadEntry
 	}
-	m.handOff()
-	r.Wakes, r.Expired = m.wakes, m.expired
-	m.wakes, m.expired = nil, Expirations{}
 	return r
 }
 

@@ -12,13 +12,15 @@ import (
 
 // Record layout. Keys are relative; raftstore prefixes them.
 //
-//	k/<key>                       string, hash or list key: type, created index, deadline, value (keys.go)
-//	l/<lock>                      held lock: holder session, owner, count, limit, token
+//	k/<key>                       string, hash or list key: type, created index, deadline, value, mod index from version 3 (keys.go)
+//	l/<lock>                      held lock: holder session, owner, count, limit, token, mod index from version 3
 //	m/time                        cluster time of the last applied entry, then the highest wall clock (Unix ms) if any
 //	m/version                     the cluster version, once above 1 (version.go)
 //	n/<id>                        cluster member: raft address, client address, removed, then its binary's version if announced
 //	r/<session>\x00<seq:8 BE>     remembered answer of a request: req, result
+//	m/horizon                     the highest index of a dropped tombstone, once one was (mods.go)
 //	s/<session>                   open session: name, ttl, created, deadline, next memo seq, user if not default
+//	t/<name>                      tombstone of a deleted key or lock: deleting index, created index of the key (mods.go)
 //	u/<name>                      ACL user: on, nopass, password hashes, key patterns, channel patterns, command rules
 //	w/<lock>\x00<pos:8 BE>        queued FLOCK: session, owner, req, limit, deadline, wait ids
 //	x/<sha1>                      cached script: cached by EVAL or SCRIPT LOAD, index, source (scripts.go)
@@ -195,7 +197,11 @@ func appendLock(b []byte, l *lock) []byte {
 	b = appendString(b, l.owner)
 	b = appendVarint(b, l.count)
 	b = appendVarint(b, l.limit)
-	return appendVarint(b, l.token)
+	b = appendVarint(b, l.token)
+	if l.mod != 0 { // from cluster version 3 (mods.go)
+		b = appendUvarint(b, l.mod)
+	}
+	return b
 }
 
 func appendWaiter(b []byte, w *waiter) []byte {
@@ -260,6 +266,17 @@ func (s *State) lookup(b []byte, key string) ([]byte, bool) {
 			return b, false
 		}
 		b = appendVarint(append(b, recordVersion), s.version)
+	case key == horizonKey:
+		if s.horizon == 0 {
+			return b, false
+		}
+		b = appendUvarint(append(b, recordVersion), s.horizon)
+	case strings.HasPrefix(key, prefixTomb):
+		t := s.tombs[key[len(prefixTomb):]]
+		if t == nil {
+			return b, false
+		}
+		b = appendTomb(b, t)
 	case key == timeKey:
 		if s.time == 0 && s.wall == 0 {
 			return b, false
@@ -377,6 +394,12 @@ func (s *State) keys() []string {
 	}
 	if s.version != 0 {
 		keys = append(keys, versionKey)
+	}
+	if s.horizon != 0 {
+		keys = append(keys, horizonKey)
+	}
+	for name := range s.tombs {
+		keys = append(keys, tombRecKey(name))
 	}
 	for id := range s.sessions {
 		keys = append(keys, sessionKey(id))

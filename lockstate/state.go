@@ -85,6 +85,8 @@ type State struct {
 	unflushedBytes int64
 
 	plantTokens int64 // the planted MemoryTokens bug's counter, never stored
+
+	mods // mod indexes and tombstones, what WATCH compares (mods.go)
 }
 
 // session is the record of an open session.
@@ -105,9 +107,10 @@ type lock struct {
 	name    string
 	session string // holder
 	owner   string
-	count   int64 // reentrant holds, >= 1
-	limit   int64 // reentrancy limit of this ownership; <= 0 = none
-	token   int64 // log index of the entry that granted this ownership
+	count   int64  // reentrant holds, >= 1
+	limit   int64  // reentrancy limit of this ownership; <= 0 = none
+	token   int64  // log index of the entry that granted this ownership
+	mod     uint64 // log index of the entry that last changed it, from version 3 (mods.go)
 	queue   []*waiter
 	cost    int64 // its record's share of Used (memory.go)
 }
@@ -174,6 +177,9 @@ func newState(cfg Config, table *commands.Table) *State {
 	if cfg.ReqMemory <= 0 {
 		cfg.ReqMemory = d.ReqMemory
 	}
+	if cfg.MaxTombstones <= 0 {
+		cfg.MaxTombstones = d.MaxTombstones
+	}
 	return &State{
 		cfg:      cfg,
 		table:    table,
@@ -192,6 +198,7 @@ func newState(cfg Config, table *commands.Table) *State {
 		names:    newNameIndex(),
 		nameHash: NameHash,
 		scripts:  make(map[string]*storedScript),
+		mods:     newMods(),
 		// The limits are not configurable: a script must stop at the same
 		// step on every replica.
 		engine: script.NewEngine(script.DefaultLimits()),
@@ -271,10 +278,13 @@ func (s *State) Step(index uint64, e Entry) Result {
 		r = s.delUsers(e)
 	case OpSetVersion:
 		r = s.setVersion(e)
+	case OpMulti:
+		r = s.multi(e, now)
 	default:
 		r = Result{Err: ErrBadEntry}
 	}
 	s.handOffs()
+	s.stampMods()
 	s.account()
 	r.Wakes, r.Pushed, r.Messages, r.Expired = s.wakes, s.pushed, s.messages, s.expired
 	s.wakes, s.pushed, s.messages, s.expired = nil, nil, nil, Expirations{}
@@ -304,6 +314,7 @@ func (s *State) NextDeadline() (int64, bool) {
 // the new object, if none did), nil for a record kept in s.costs. It may be
 // called after the change, the object already out of the maps.
 func (s *State) markDirty(key string, cost *int64) {
+	s.touch(key) // every key write passes here: WATCH's mod indexes (mods.go)
 	step, was := s.dirty[key]
 	if was && step == s.step {
 		return // counted from its first change in this entry

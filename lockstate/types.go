@@ -113,6 +113,11 @@ const (
 	// once every live member's binary knows it; Result.Int is the version
 	// moved to, 0 when the cluster already runs it or a later one.
 	OpSetVersion Op = 15
+	// OpMulti is a transaction, MULTI ... EXEC, from cluster version 3
+	// (tx.go): Cmds run one after another in this one entry, unless a key
+	// of Watches changed since it was watched (Result.Reply is then a null
+	// array). Result.Reply is the array of their replies.
+	OpMulti Op = 16
 )
 
 // NoWait is Entry.Wait for a FLOCK without WAIT: answer null at once when the
@@ -161,6 +166,10 @@ type Entry struct {
 	// member's binary knows (0 = not said), and in OpSetVersion the
 	// version to move to.
 	Version int64
+	// Watches and Cmds are OpMulti's: the watched keys with the index at
+	// which each was watched, and the queued commands, each as sent.
+	Watches []Watch
+	Cmds    [][]string
 }
 
 // Result is the answer to an applied entry.
@@ -238,6 +247,9 @@ type Config struct {
 	MaxLocksPerSession int // locks held by one session
 	MaxWaitersPerLock  int // queued FLOCKs on one lock
 	ReqMemory          int // request ids remembered per session (at least 1000)
+	// MaxTombstones bounds the deleted names whose deletion index is kept
+	// for WATCH (mods.go); past it the oldest are dropped.
+	MaxTombstones int
 	// MaxVersion is the highest cluster version this replica knows; 0 is
 	// the binary's MaxVersion. Only tests of the version gate set it: the
 	// semantics of a version come with the binary.
@@ -246,7 +258,7 @@ type Config struct {
 
 // DefaultConfig returns the bounds used when none are configured.
 func DefaultConfig() Config {
-	return Config{MaxSessions: 1 << 20, MaxSessionsPerUser: 1 << 17, MaxLocksPerSession: 1 << 16, MaxWaitersPerLock: 1 << 16, ReqMemory: 1000}
+	return Config{MaxSessions: 1 << 20, MaxSessionsPerUser: 1 << 17, MaxLocksPerSession: 1 << 16, MaxWaitersPerLock: 1 << 16, ReqMemory: 1000, MaxTombstones: 1 << 16}
 }
 
 // LockInfo describes a lock for LOCK.INFO. A free lock has Holder == "" and

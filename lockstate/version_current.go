@@ -16,6 +16,8 @@ package lockstate
 //	     EVAL_RO and EVALSHA_RO (script.LibsVersion)
 //	   - RENAME, RENAMENX, COPY, FLUSHALL, FLUSHDB, MOVE, SWAPDB, and
 //	     TOUCH, RANDOMKEY and OBJECT inside scripts (wholekeys.go)
+//	   - transactions: OpMulti (entry version 6), keys' and locks' mod
+//	     indexes and tombstones for WATCH (mods.go)
 const MaxVersion = 3
 
 // incrStep is what INCR adds: 1 at every version this binary knows.

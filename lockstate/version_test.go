@@ -233,3 +233,53 @@ func TestVersionLpopExtraArgs(t *testing.T) {
 		t.Errorf("at version 2: %+v, want %+v", got, want)
 	}
 }
+
+// Transactions come with cluster version 3: below it an OpMulti answers as
+// a binary without EXEC would, a script's MULTI or WATCH is unknown, and no
+// key carries a mod index nor a deletion a tombstone, so the records (and
+// RAFT.HASH) are those of a binary without them; from 3 they run and the
+// mods are kept.
+func TestVersionGatesTransactions(t *testing.T) {
+	a := newApplier(t)
+	a.expect(Entry{Op: OpNodeJoin, Node: "n1", RaftAddr: "r:1", Addr: "a:1", Version: MaxVersion}, Result{Int: 1}, "set n/n1")
+	a.expect(Entry{Op: OpSetVersion, Version: 2}, Result{Int: 2}, "set m/version")
+	const pcall = "return redis.pcall(ARGV[1], KEYS[1])"
+	nope := a.apply(Entry{Op: OpExec, Args: []string{"EVAL", pcall, "1", "k", "NOPE"}}).Reply
+	tx := Entry{Op: OpMulti, Watches: []Watch{{Key: "k", Index: 1}}, Cmds: [][]string{{"SET", "k", "v"}, {"GET", "k"}}}
+	before := a.s.Hash()
+	if got, want := a.apply(tx).Reply, reply.Error("ERR unknown command 'exec', with args beginning with: "); !reflect.DeepEqual(got, want) {
+		t.Errorf("OpMulti at version 2 = %+v, want %+v", got, want)
+	}
+	for _, name := range []string{"MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH"} {
+		if got := a.apply(Entry{Op: OpExec, Args: []string{"EVAL", pcall, "1", "k", name}}).Reply; !reflect.DeepEqual(got, nope) {
+			t.Errorf("%s in a script at version 2 = %+v, want %+v", name, got, nope)
+		}
+	}
+	if a.s.Hash() != before {
+		t.Fatal("a refused transaction changed the state")
+	}
+	a.apply(Entry{Op: OpExec, Args: []string{"SET", "k", "1"}})
+	a.apply(Entry{Op: OpExec, Args: []string{"SET", "gone", "1"}})
+	a.apply(Entry{Op: OpExec, Args: []string{"DEL", "gone"}})
+	if k := a.s.kv["k"]; k.mod != 0 || a.s.TombstoneCount() != 0 {
+		t.Fatalf("at version 2: mod %d, %d tombstones", k.mod, a.s.TombstoneCount())
+	}
+
+	a.expect(Entry{Op: OpSetVersion, Version: 3}, Result{Int: 3}, "set m/version")
+	if got, want := a.apply(tx).Reply, reply.Array(reply.OK(), reply.BulkString("v")); !reflect.DeepEqual(got, want) {
+		t.Errorf("OpMulti at version 3 = %+v, want %+v", got, want)
+	}
+	idx := a.index
+	if k := a.s.kv["k"]; k.mod != idx {
+		t.Errorf("at version 3 the transaction's write left mod %d, want %d", k.mod, idx)
+	}
+	// A key last written before version 3 has no mod: a watch of it from
+	// any index at 3 holds, until it changes.
+	a.apply(Entry{Op: OpExec, Args: []string{"SET", "old", "1"}}) // at 3: mod
+	if got := a.apply(Entry{Op: OpMulti, Watches: []Watch{{Key: "k", Index: idx}}, Cmds: [][]string{{"GET", "k"}}}).Reply; got.Kind != reply.KindArray {
+		t.Errorf("an unchanged watch failed: %+v", got)
+	}
+	if got := a.apply(Entry{Op: OpExec, Args: []string{"EVAL", pcall, "1", "k", "MULTI"}}).Reply; reflect.DeepEqual(got, nope) || !got.IsError() {
+		t.Errorf("MULTI in a script at version 3 = %+v, want the not-allowed error", got)
+	}
+}

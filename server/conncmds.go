@@ -38,6 +38,7 @@ func (s *Server) quit(c *resp.Conn, _ [][]byte) resp.Value {
 
 func (s *Server) reset(c *resp.Conn, _ [][]byte) resp.Value {
 	s.pubsub.unsubscribeAll(c)
+	s.discardTx(stateOf(c)) // as Redis: no MULTI, nothing watched
 	c.SetProto(2)
 	c.SetName("")
 	s.deauthenticate(c) // as Redis: with a password, AUTH again

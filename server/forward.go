@@ -63,6 +63,9 @@ type connState struct {
 	// unanswered counts the connection's writes proposed ahead and not yet
 	// answered (pipeline.go); their Laters, on the replier, decrement it.
 	unanswered atomic.Int64
+	// tx is the MULTI in progress, watch what WATCH recorded (multi.go).
+	tx    *txState
+	watch *watchState
 }
 
 // stateOf returns c's state, creating it. Only c's executor calls it.

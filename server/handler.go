@@ -81,6 +81,12 @@ func (s *Server) nativeHandlers() map[string]handlerFunc {
 		"publish":           s.publish,
 		"subscribe":         s.subscribe,
 		"unsubscribe":       s.unsubscribe,
+		"multi":             s.multi,
+		"exec":              s.exec,
+		"discard":           s.discard,
+		"watch":             s.watch,
+		"unwatch":           s.unwatch,
+		"raft.watch":        s.raftWatch,
 	}
 }
 
@@ -102,7 +108,12 @@ func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 		}
 	}
 	var v resp.Value
+	queued := false
+	if st := inMulti(c); st != nil {
+		v, queued = s.inTransaction(c, st, spec, args, err) // multi.go
+	}
 	switch {
+	case queued:
 	case err != nil:
 		v = errorReply(err)
 	case s.listening(c):

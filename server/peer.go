@@ -115,7 +115,7 @@ func (s *Server) checkForwarded(e *lockstate.Entry, link string) error {
 		}
 	case lockstate.OpSessionHeartbeat, lockstate.OpSessionKill, lockstate.OpFlock, lockstate.OpFunlock,
 		lockstate.OpCancelWait, lockstate.OpCancelWaits, lockstate.OpForceUnlock, lockstate.OpExec,
-		lockstate.OpACLSetUser, lockstate.OpACLDelUser:
+		lockstate.OpACLSetUser, lockstate.OpACLDelUser, lockstate.OpMulti:
 	default:
 		return fmt.Errorf("%w: op %d is not forwarded", ErrForwarded, e.Op)
 	}

@@ -20,7 +20,7 @@ import (
 // when this node leads and the connection is a client's in its normal mode.
 func (s *Server) RunsAhead(c *resp.Conn, args [][]byte) bool {
 	spec, ok := s.table.Lookup(args[0])
-	if !ok || !spec.RunsAhead(args) {
+	if !ok || !spec.RunsAhead(args) || inMulti(c) != nil { // queued, not run
 		return false
 	}
 	// A forwarding link runs its RAFT.PROPOSEs ahead, many clients' writes

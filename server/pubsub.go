@@ -174,6 +174,12 @@ func (p *pubsub) subscribed(c *resp.Conn) int {
 }
 
 func (s *Server) subscribe(c *resp.Conn, args [][]byte) resp.Value {
+	return s.subscribeWith(c, args, c.Push)
+}
+
+// subscribeWith is SUBSCRIBE with its confirmations given to push: c.Push,
+// or EXEC's array (multi.go).
+func (s *Server) subscribeWith(c *resp.Conn, args [][]byte, push func(resp.Value) error) resp.Value {
 	p := s.pubsub
 	sub := p.subscriberOf(c)
 	sub.mu.Lock()
@@ -189,7 +195,7 @@ func (s *Server) subscribe(c *resp.Conn, args [][]byte) resp.Value {
 		sub.chans[ch] = struct{}{}
 		n := len(sub.chans)
 		p.mu.Unlock()
-		if err := c.Push(resp.Push(resp.BulkString("subscribe"), resp.BulkString(ch), resp.Int(int64(n)))); err != nil {
+		if err := push(resp.Push(resp.BulkString("subscribe"), resp.BulkString(ch), resp.Int(int64(n)))); err != nil {
 			c.Close()
 			break
 		}
@@ -198,6 +204,11 @@ func (s *Server) subscribe(c *resp.Conn, args [][]byte) resp.Value {
 }
 
 func (s *Server) unsubscribe(c *resp.Conn, args [][]byte) resp.Value {
+	return s.unsubscribeWith(c, args, c.Push)
+}
+
+// unsubscribeWith is UNSUBSCRIBE with its confirmations given to push.
+func (s *Server) unsubscribeWith(c *resp.Conn, args [][]byte, push func(resp.Value) error) resp.Value {
 	p := s.pubsub
 	var sub *subscriber
 	if st, _ := c.State().(*connState); st != nil {
@@ -230,7 +241,7 @@ func (s *Server) unsubscribe(c *resp.Conn, args [][]byte) resp.Value {
 		if n == 0 {
 			c.SetPubSub(false)
 		}
-		if err := c.Push(resp.Push(resp.BulkString("unsubscribe"), resp.BulkString(ch), resp.Int(int64(n)))); err != nil {
+		if err := push(resp.Push(resp.BulkString("unsubscribe"), resp.BulkString(ch), resp.Int(int64(n)))); err != nil {
 			c.Close()
 			break
 		}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/redis/go-redis/v9"
 	"strings"
 	"testing"
 	"time"
@@ -103,5 +104,40 @@ func TestVersionTwoNoLuaLibraries(t *testing.T) {
 	}
 	if got, err := c3.Do(ctx, "EVALSHA_RO", script.SHA1(src), "0").Text(); err != nil || got != "table" {
 		t.Errorf("EVALSHA_RO at version 3: %v %v", got, err)
+	}
+}
+
+// Transactions come with cluster version 3: below it MULTI, EXEC,
+// DISCARD, WATCH and UNWATCH are unknown, in a binary's words without
+// them, and nothing is queued; at 3 they run.
+func TestVersionTransactions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	old := startServerWith(t, func(c *Config) { c.State.MaxVersion = 2 })
+	c := newClient(t, old, 2)
+	for _, args := range [][]any{{"MULTI"}, {"EXEC"}, {"DISCARD"}, {"WATCH", "k"}, {"UNWATCH"}, {"multi", "x"}} {
+		var b strings.Builder
+		for _, a := range args[1:] {
+			b.WriteString("'" + a.(string) + "' ")
+		}
+		want := "ERR unknown command '" + args[0].(string) + "', with args beginning with: " + b.String()
+		if err := c.Do(ctx, args...).Err(); err == nil || err.Error() != want {
+			t.Errorf("%v at version 2: %v, want %q", args, err, want)
+		}
+	}
+	// Not in MULTI: a SET after the refused MULTI runs at once.
+	if v, err := c.Do(ctx, "SET", "k", "v").Result(); err != nil || v != "OK" {
+		t.Errorf("SET after a refused MULTI: %v %v", v, err)
+	}
+
+	s := startServer(t)
+	c = newClient(t, s, 2)
+	cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "k", "1", 0)
+		p.Append(ctx, "k", "2") // not INCR, which the fencednext build changes
+		return nil
+	})
+	if err != nil || len(cmds) != 2 || cmds[1].(*redis.IntCmd).Val() != 2 {
+		t.Fatalf("a transaction at version 3: %v %v", cmds, err)
 	}
 }

@@ -686,3 +686,94 @@ func TestBadLuaLibraries(t *testing.T) {
 		t.Fatalf("PING after the attacks: %v %v", got, err)
 	}
 }
+
+// Transactions under attack: a queue past one entry's bound (a forwarded
+// entry is one RAFT.PROPOSE argument, proto-max-bulk-len) is refused
+// with an error and the transaction aborted, keeping nothing more; the
+// same for WATCH of too many keys; the native lock commands are refused
+// when queued (a FLOCK that waits would hold the state machine); EXEC and
+// DISCARD without MULTI, nested MULTI, and hostile watch lists change
+// nothing and leave the node serving, its memory bounded.
+func TestBadTransactions(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOpts{})
+	ctx := tctx(t)
+	c := dialRaw(t, n.addr)
+	expect := func(want string, args ...string) {
+		t.Helper()
+		c.send(args...)
+		if got := c.read().String(); got != want {
+			t.Errorf("%q = %s, want %s", args, got, want)
+		}
+	}
+	expect(`-"ERR EXEC without MULTI"`, "EXEC")
+	expect(`-"ERR DISCARD without MULTI"`, "DISCARD")
+	expect(`+"OK"`, "MULTI")
+	expect(`-"ERR MULTI calls can not be nested"`, "MULTI")
+	for _, args := range [][]string{{"SESSION.OPEN"}, {"FLOCK", "l", "s", "WAIT", "0"}, {"FUNLOCK", "l", "s"}, {"FENCE", "l"},
+		{"LOCK.INFO", "l"}, {"SESSION.KILL", "s"}, {"RAFT.TRANSFER"}} {
+		expect(`-"ERR Command not allowed inside a transaction"`, args...)
+	}
+	expect(`-"EXECABORT Transaction discarded because of previous errors."`, "EXEC")
+
+	// 600 queued SETs of 1 KiB: past 512 KiB the queue is refused, once,
+	// and every command after is still answered QUEUED but not kept.
+	big := strings.Repeat("v", 1024)
+	expect(`+"OK"`, "MULTI")
+	refused := 0
+	for i := range 600 {
+		c.send("SET", fmt.Sprintf("k%d", i), big)
+		v := c.read()
+		if v.kind == '-' {
+			refused++
+			if !strings.HasPrefix(v.str, "ERR transaction too large") {
+				t.Fatalf("SET %d in MULTI: %s", i, v)
+			}
+		}
+	}
+	if refused != 1 {
+		t.Errorf("%d SETs refused while queueing, want 1 (then nothing more is kept)", refused)
+	}
+	expect(`-"EXECABORT Transaction discarded because of previous errors."`, "EXEC")
+	expect(`:0`, "EXISTS", "k0")
+
+	// WATCH of more keys than one entry carries: refused, nothing watched.
+	keys := []string{"WATCH"}
+	for i := range 40000 {
+		keys = append(keys, fmt.Sprintf("watched-key-%d", i))
+	}
+	c.send(keys...)
+	if v := c.read(); v.kind != '-' || !strings.HasPrefix(v.str, "ERR transaction too large") {
+		t.Errorf("WATCH of 40000 keys: %s", v)
+	}
+	// Many keys within the bound, the same key many times, then EXEC.
+	expect(`+"OK"`, append([]string{"WATCH"}, keys[1:5000]...)...)
+	dup := []string{"WATCH"}
+	for range 10000 {
+		dup = append(dup, "same")
+	}
+	expect(`+"OK"`, dup...)
+	expect(`+"OK"`, "MULTI")
+	expect(`+"QUEUED"`, "SET", "k", "v")
+	expect(`*[+"OK"]`, "EXEC")
+
+	// A pipelined flood of MULTI/EXEC pairs and stray EXECs.
+	var b strings.Builder
+	for range 2000 {
+		b.WriteString(encode("MULTI") + encode("INCR", "n") + encode("EXEC") + encode("EXEC") + encode("DISCARD"))
+	}
+	c.write(b.String())
+	for i := range 2000 {
+		for j, want := range []string{`+"OK"`, `+"QUEUED"`, `*[:` + fmt.Sprint(i+1) + `]`, `-"ERR EXEC without MULTI"`, `-"ERR DISCARD without MULTI"`} {
+			if got := c.read().String(); got != want {
+				t.Fatalf("pair %d, reply %d: %s, want %s", i, j, got, want)
+			}
+		}
+	}
+	if err := n.client(t).Ping(ctx).Err(); err != nil {
+		t.Fatalf("the node stopped serving: %v", err)
+	}
+	if rss := n.rssBytes(t); rss > 512<<20 {
+		t.Errorf("RSS %d MiB after the attacks", rss>>20)
+	}
+}

@@ -361,3 +361,45 @@ func TestCompatPythonRedisPyLock(t *testing.T) {
 		checkContention(t, tgt, sums, prefix+":counter", workers*iterations)
 	})
 }
+
+// TestCompatPythonRedisPyTransactions runs redis-py's pipeline() (MULTI ...
+// EXEC by default) and its WATCH recipe against the leader and a follower
+// (a key changed through another node fails the EXEC with WatchError),
+// then 4 worker processes on every node incrementing one counter by
+// check-and-set: it ends at exactly the transactions that succeeded.
+func TestCompatPythonRedisPyTransactions(t *testing.T) {
+	t.Parallel()
+	py, version := findPython(t)
+	tgt := startCompatTarget(t)
+	t.Logf("redis-py %s (%s) against %s %v", version, py, tgt.kind, tgt.all)
+	const dir, prog = "compat/python", "redis_py_tx.py"
+	for _, proto := range []string{"2", "3"} {
+		for _, at := range []struct{ name, addr, other string }{
+			{"leader", tgt.leader, tgt.followers[0]}, {"follower", tgt.followers[0], tgt.all[len(tgt.all)-1]},
+		} {
+			t.Run(fmt.Sprintf("basic/resp%s/%s", proto, at.name), func(t *testing.T) {
+				runCompat(t, 2*time.Minute, dir, py, prog, "basic", "--addr", at.addr, "--other", at.other,
+					"--protocol", proto, "--prefix", fmt.Sprintf("py-tx-%s-%s", proto, at.name))
+			})
+		}
+	}
+	t.Run("check-and-set", func(t *testing.T) {
+		const workers, iterations = 4, 25
+		var argvs [][]string
+		for i := range workers {
+			argvs = append(argvs, []string{prog, "worker", "--addr", tgt.all[i%len(tgt.all)], "--prefix", "py-tx-cas",
+				"--iterations", strconv.Itoa(iterations)})
+		}
+		sums := runWorkers(t, 3*time.Minute, dir, py, argvs)
+		ok, retried := 0, 0
+		for _, s := range sums {
+			ok += s.Acquisitions
+			retried += s.Contended
+		}
+		got, err := compatClient(t, tgt.leader).Get(tctx(t), "py-tx-cas:counter").Int()
+		if err != nil || got != ok || ok != workers*iterations {
+			t.Fatalf("counter %d (%v), %d transactions succeeded, want %d", got, err, ok, workers*iterations)
+		}
+		t.Logf("%d transactions, %d retried after a WatchError", ok, retried)
+	})
+}
