@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/internal/plant"
 	"github.com/fenced/fenced/reply"
 )
 
@@ -36,7 +37,7 @@ func (s *State) multi(e Entry, now int64) Result {
 	// What this entry's expiry deleted counts as changed at its index.
 	s.stampMods()
 	for _, w := range e.Watches {
-		if s.watchBroken(w) {
+		if s.watchBroken(w) && !plant.On(plant.WatchesDropped) {
 			return Result{Reply: reply.NullArray()}
 		}
 	}

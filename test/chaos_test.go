@@ -385,14 +385,15 @@ func TestChaos(t *testing.T) {
 		limit  int64
 		keys   bool
 		secure bool
-	}{{"mutex", 0, false, true}, {"reentrant", 2, false, false}, {"setnx", 0, true, false}} {
+		cas    int // check-and-set clients besides
+	}{{"mutex", 0, false, true, 0}, {"reentrant", 2, false, false, 0}, {"setnx", 0, true, false, 2}} {
 		for i := range runs {
 			t.Run(fmt.Sprintf("%s/%d", v.name, i), func(t *testing.T) {
 				t.Parallel()
 				r := chaosRun{
 					opts: chaosOpts{nodes: 3, plant: bug, offsets: []time.Duration{0, time.Minute, -time.Minute},
 						extra: []string{"--snapshot-threshold", "300", "--trailing-logs", "50"}},
-					clients: 6, locks: 3, ttl: 1500 * time.Millisecond, limit: v.limit, keys: v.keys,
+					clients: 6, locks: 3, ttl: 1500 * time.Millisecond, limit: v.limit, keys: v.keys, cas: v.cas,
 					duration: d, every: 3 * time.Second, faults: allFaults,
 					// A paused client, then session kills aimed at the head
 					// waiter at a paused holder's deadline (chaos_deadline_test.go),
@@ -448,16 +449,20 @@ func TestChaosPlanted(t *testing.T) {
 		bug    plant.Bug
 		faults []string
 		every  time.Duration
+		cas    int // check-and-set clients besides the mutex's
 	}{
-		{plant.StaleRead, []string{"isolate-random"}, 2 * time.Second},
-		{plant.WaiterSession, []string{"kill-session"}, 2 * time.Second},
-		{plant.MemoryTokens, []string{"kill-all"}, 6 * time.Second},
-		{plant.LostIsFailure, []string{"deaf-leader"}, 3 * time.Second},
-		{plant.NoAppliedIndex, []string{"kill-random", "kill-all"}, 3 * time.Second},
-		{plant.NoDedup, []string{"transfer"}, 2 * time.Second},
-		{plant.WallClockExpiry, []string{"transfer"}, 2 * time.Second},
+		{plant.StaleRead, []string{"isolate-random"}, 2 * time.Second, 0},
+		{plant.WaiterSession, []string{"kill-session"}, 2 * time.Second, 0},
+		{plant.MemoryTokens, []string{"kill-all"}, 6 * time.Second, 0},
+		{plant.LostIsFailure, []string{"deaf-leader"}, 3 * time.Second, 0},
+		{plant.NoAppliedIndex, []string{"kill-random", "kill-all"}, 3 * time.Second, 0},
+		{plant.NoDedup, []string{"transfer"}, 2 * time.Second, 0},
+		{plant.WallClockExpiry, []string{"transfer"}, 2 * time.Second, 0},
 		// Kills aimed at the head waiter at the paused holder's deadline.
-		{plant.DoubleGrant, []string{"kill-at-deadline"}, 2 * time.Second},
+		{plant.DoubleGrant, []string{"kill-at-deadline"}, 2 * time.Second, 0},
+		// Concurrent check-and-set on two counters: any EXEC that should
+		// have aborted loses an increment.
+		{plant.WatchesDropped, []string{"transfer"}, 3 * time.Second, 3},
 	} {
 		t.Run(string(pc.bug), func(t *testing.T) {
 			t.Parallel()
@@ -466,7 +471,7 @@ func TestChaosPlanted(t *testing.T) {
 				ok := t.Run(fmt.Sprintf("run%d", attempt), func(t *testing.T) {
 					r := chaosRun{
 						opts:    chaosOpts{nodes: 3, plant: pc.bug, offsets: []time.Duration{0, time.Minute, -time.Minute}},
-						clients: 6, locks: 2, ttl: 1500 * time.Millisecond,
+						clients: 6, locks: 2, ttl: 1500 * time.Millisecond, cas: pc.cas,
 						duration: 15 * time.Second, every: pc.every, faults: pc.faults,
 					}
 					rep = runChaos(t, r, chaosSeed(t))

@@ -58,9 +58,13 @@ const (
 	AdminSkipped Bug = "admin-skipped"
 	// OwnershipIgnored lets any user use any session whose id it presents.
 	OwnershipIgnored Bug = "ownership-ignored"
+	// WatchesDropped loses a transaction's WATCHed keys on the way to the
+	// state machine (as a slip in forwarding or in the entry's encoding
+	// would): EXEC never aborts, and check-and-set loses increments.
+	WatchesDropped Bug = "watches-dropped"
 )
 
 // All lists every planted bug.
 func All() []Bug {
-	return []Bug{StaleRead, WaiterSession, MemoryTokens, LostIsFailure, NoAppliedIndex, NoDedup, WallClockExpiry, DoubleGrant, AuthSkipped, VersionLie, PeerUnverified, AdminSkipped, OwnershipIgnored}
+	return []Bug{StaleRead, WaiterSession, MemoryTokens, LostIsFailure, NoAppliedIndex, NoDedup, WallClockExpiry, DoubleGrant, AuthSkipped, VersionLie, PeerUnverified, AdminSkipped, OwnershipIgnored, WatchesDropped}
 }
