@@ -23,7 +23,7 @@ cluster: build ## run a local 3-node cluster on 127.0.0.1:6379-6381 with data in
 # Tests that run in one goroutine and are all CPU skip themselves under
 # -race (the detector has nothing to find in them); make test runs them here
 # without it.
-NORACE    := ^(TestModel|TestExhaustive|TestResourceBombs)$$
+NORACE    := ^(TestModel|TestExhaustive|TestResourceBombs|TestLibsBounded)$$
 
 # The tests' data directories (and go test's work directory) go to tmpfs
 # where there is one: each fenced node fsyncs every commit, and on a shared
@@ -35,12 +35,17 @@ NORACE    := ^(TestModel|TestExhaustive|TestResourceBombs)$$
 TESTTMP   ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$$(df -Pk /dev/shm | awk 'NR==2 {print $$4}')" -gt 4194304 ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
 # The fault tests' short profile (TestChaos, TestChaosPlanted) is make
-# test's longest lane: eleven runs that go one at a time (test/chaos_test.go,
+# test's longest lane: twelve runs that go one at a time (test/chaos_test.go,
 # chaosSlots) and mostly wait out faults, quiet periods and lapsing
 # sessions, about 6 minutes in all. In the one test process they started
 # only once a parallel slot came free, 3 minutes in; as a process of their
-# own they start with everything else. The test binary is compiled once
-# first, so the two processes do not compile it side by side.
+# own they start with everything else. Whether a fault lands at the moment
+# that exposes a planted bug depends on the clients keeping up, so the rest
+# runs niced beside it (memory-tokens went undetected in 3 runs once, with
+# both at one priority and other builds on the machine). The two take port
+# ranges of their own (FENCED_TEST_PORTS), and the test binary is compiled
+# once first, so they do not compile it side by side. The lane's log (-v,
+# every run's report) is printed when it fails.
 CHAOSLANE := ^(TestChaos|TestChaosPlanted)$$
 LANEDIR   := $(shell mktemp -u -d $(TESTTMP)/fenced-lane-XXXXXX)
 
@@ -51,14 +56,14 @@ test: ## vet, then every unit, integration and fuzz-seed test with -race (and th
 	$(GO) vet $(PKGS)
 	mkdir -p $(LANEDIR) && $(GO) test -race -c -o $(LANEDIR)/test.test ./test
 	@set +e; start=$$(date +%s); \
-	{ (cd test && TMPDIR=$(TESTTMP) $(LANEDIR)/test.test -test.run '$(CHAOSLANE)' -test.count=1 -test.timeout 15m) >$(LANEDIR)/lane.log 2>&1; \
+	{ (cd test && TMPDIR=$(TESTTMP) FENCED_TEST_PORTS=20000-23999 $(LANEDIR)/test.test -test.run '$(CHAOSLANE)' -test.count=1 -test.timeout 15m -test.v) >$(LANEDIR)/lane.log 2>&1; \
 	  echo "$$? $$(date +%s)" >$(LANEDIR)/lane.rc; } & \
-	echo "TMPDIR=$(TESTTMP) $(GO) test -race -count=1 -parallel 8 -timeout 15m -skip '$(CHAOSLANE)' $(PKGS)"; \
-	TMPDIR=$(TESTTMP) $(GO) test -race -count=1 -parallel 8 -timeout 15m -skip '$(CHAOSLANE)' $(PKGS); rc=$$?; \
-	echo "$(GO) test -count=1 -run '$(NORACE)' ./lockstate ./script"; \
-	$(GO) test -count=1 -run '$(NORACE)' ./lockstate ./script || rc=1; \
-	echo "$(GO) test -count=1 -tags fencednext -run 'Version' ./lockstate"; \
-	$(GO) test -count=1 -tags fencednext -run 'Version' ./lockstate || rc=1; \
+	echo "TMPDIR=$(TESTTMP) FENCED_TEST_PORTS=24000-31999 nice -n 10 $(GO) test -race -count=1 -parallel 8 -timeout 15m -skip '$(CHAOSLANE)' $(PKGS)"; \
+	TMPDIR=$(TESTTMP) FENCED_TEST_PORTS=24000-31999 nice -n 10 $(GO) test -race -count=1 -parallel 8 -timeout 15m -skip '$(CHAOSLANE)' $(PKGS); rc=$$?; \
+	echo "nice -n 10 $(GO) test -count=1 -run '$(NORACE)' ./lockstate ./script"; \
+	nice -n 10 $(GO) test -count=1 -run '$(NORACE)' ./lockstate ./script || rc=1; \
+	echo "nice -n 10 $(GO) test -count=1 -tags fencednext -run 'Version' ./lockstate"; \
+	nice -n 10 $(GO) test -count=1 -tags fencednext -run 'Version' ./lockstate || rc=1; \
 	wait; read lane end <$(LANEDIR)/lane.rc; \
 	if [ "$$lane" = 0 ]; then echo "ok  	fault-test lane $(CHAOSLANE)	$$(( end - start ))s"; \
 	else cat $(LANEDIR)/lane.log; echo "FAIL	fault-test lane $(CHAOSLANE)"; fi; \

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -93,13 +94,17 @@ var (
 // freePort returns a port that is free now and that no other test of this
 // process got. It is drawn below Linux's ephemeral range (32768-60999) so
 // that the outgoing connections of other tests cannot take it while a node
-// is down between a kill and its restart.
+// is down between a kill and its restart, and from FENCED_TEST_PORTS
+// (lo-hi, default 20000-31999): test processes that run side by side (make
+// test's fault-test lane and the rest) take ranges of their own, or one
+// could take a port that a node of the other holds while killed.
 func freePort(t testing.TB) int {
 	t.Helper()
 	portMu.Lock()
 	defer portMu.Unlock()
+	lo, hi := portRange(t)
 	for range 1000 {
-		p := 20000 + rand.IntN(12000)
+		p := lo + rand.IntN(hi-lo+1)
 		if usedPort[p] {
 			continue
 		}
@@ -113,6 +118,21 @@ func freePort(t testing.TB) int {
 	}
 	t.Fatal("no free port found")
 	return 0
+}
+
+// portRange is FENCED_TEST_PORTS's range, or the default.
+func portRange(t testing.TB) (lo, hi int) {
+	v := os.Getenv("FENCED_TEST_PORTS")
+	if v == "" {
+		return 20000, 31999
+	}
+	a, b, ok := strings.Cut(v, "-")
+	lo, err1 := strconv.Atoi(a)
+	hi, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || lo < 1024 || hi < lo+100 || hi > 32767 {
+		t.Fatalf("FENCED_TEST_PORTS=%q: want lo-hi within 1024-32767, at least 100 ports", v)
+	}
+	return lo, hi
 }
 
 // ---------------------------------------------------------------------------
