@@ -265,12 +265,20 @@ func cmdExists(s *State, a [][]byte, now int64) reply.Value {
 
 func cmdKeys(s *State, a [][]byte, now int64) reply.Value {
 	pattern := string(a[1])
-	names := s.keyNames(now, func(name string) bool { return glob.Match(pattern, name) })
+	names := s.keyNames(now, func(name string) bool { return s.keyMatch(pattern, name) })
 	out := make([]reply.Value, len(names))
 	for i, n := range names {
 		out[i] = reply.BulkString(n)
 	}
 	return reply.Array(out...)
+}
+
+// keyMatch is KEYS's test of a name: "*" is every name (Redis's shortcut,
+// which glob.Match's empty-string rule needs); below cluster version 3 an
+// empty name matched every all-star pattern, as a script's KEYS must
+// still answer there.
+func (s *State) keyMatch(pattern, name string) bool {
+	return pattern == "*" || glob.Match(pattern, name) || name == "" && s.Version() < 3 && glob.AllStars(pattern)
 }
 
 // DEL and UNLINK delete keys, not fenced locks: a held lock is released by
