@@ -182,6 +182,9 @@ func (s *State) call(args []string, now int64, mode execMode) reply.Value {
 	if h := writeHandler(spec.Name); h != nil && mode&execWrite != 0 {
 		return s.write(spec, h, a, now)
 	}
+	if spec.Name == "config" && mode&execWrite != 0 {
+		return cmdConfig(s, a, now) // an OpExec only: scripts never reach it (notify.go)
+	}
 	switch {
 	case readHandler(spec.Name) != nil:
 		return reply.Error(fmt.Sprintf("ERR '%s' is a read command: it is not applied through the log", spec.Name))
@@ -288,6 +291,7 @@ func cmdDel(s *State, a [][]byte, now int64) reply.Value {
 	for _, name := range a[1:] {
 		if k := s.live(string(name), now); k != nil {
 			s.deleteKey(k)
+			s.notify(notifyGeneric, "del", k.name)
 			n++
 		}
 	}
@@ -392,9 +396,11 @@ func cmdExpire(s *State, a [][]byte, now int64) reply.Value {
 	}
 	if when <= now {
 		s.deleteKey(k)
+		s.notify(notifyGeneric, "del", k.name)
 		return reply.Int(1)
 	}
 	s.setDeadline(k, when)
+	s.notify(notifyGeneric, "expire", k.name)
 	return reply.Int(1)
 }
 
@@ -412,6 +418,7 @@ func (s *State) fromUnix(at, now int64) int64 {
 
 func cmdPersist(s *State, a [][]byte, now int64) reply.Value {
 	if k := s.live(string(a[1]), now); k != nil && s.persist(k) {
+		s.notify(notifyGeneric, "persist", k.name)
 		return reply.Int(1)
 	}
 	return reply.Int(0)

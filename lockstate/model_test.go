@@ -30,6 +30,10 @@ type model struct {
 	wakes []Wake
 	// expired counts what the deadlines of the entry in progress ended.
 	expired Expirations
+	// notify is notify-keyspace-events as last set (model_notify_test.go),
+	// messages the events of the entry in progress.
+	notify   string
+	messages []Message
 }
 
 type mSession struct {
@@ -208,8 +212,8 @@ func (m *model) apply(index uint64, e Entry) Result {
 		r.Err = ErrBadEntry
 	}
 	m.handOff()
-	r.Wakes, r.Expired = m.wakes, m.expired
-	m.wakes, m.expired = nil, Expirations{}
+	r.Wakes, r.Expired, r.Messages = m.wakes, m.expired, m.messages
+	m.wakes, m.expired, m.messages = nil, Expirations{}, nil
 	return r
 }
 

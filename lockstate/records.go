@@ -260,6 +260,8 @@ func (s *State) lookup(b []byte, key string) ([]byte, bool) {
 			return b, false
 		}
 		b = appendVarint(append(b, recordVersion), s.version)
+	case key == notifyKey:
+		return s.appendNotify(b)
 	case key == timeKey:
 		if s.time == 0 && s.wall == 0 {
 			return b, false
@@ -377,6 +379,9 @@ func (s *State) keys() []string {
 	}
 	if s.version != 0 {
 		keys = append(keys, versionKey)
+	}
+	if s.notifyFlags != 0 {
+		keys = append(keys, notifyKey)
 	}
 	for id := range s.sessions {
 		keys = append(keys, sessionKey(id))
