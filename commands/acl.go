@@ -86,6 +86,7 @@ var groups = map[string]Cats{
 	"lpush": CatList, "rpush": CatList, "lpop": CatList, "llen": CatList, "blpop": CatList,
 	"eval": CatScripting, "evalsha": CatScripting, "script": CatScripting,
 	"publish": CatPubsub, "subscribe": CatPubsub, "unsubscribe": CatPubsub,
+	"psubscribe": CatPubsub, "punsubscribe": CatPubsub, "pubsub": CatPubsub,
 	"raft.snapshot": CatAdmin, "raft.status": CatAdmin, "raft.hash": CatAdmin, "raft.backup": CatAdmin, "raft.join": CatAdmin,
 	"raft.remove": CatAdmin, "raft.transfer": CatAdmin, "raft.propose": CatAdmin, "raft.link": CatAdmin, "raft.user": CatAdmin,
 	"cluster": CatConnection, "ping": CatConnection, "echo": CatConnection, "auth": CatConnection,
@@ -101,6 +102,7 @@ var slow = map[string]bool{
 	"hgetall": true, "eval": true, "evalsha": true, "script": true, "session.list": true, "info": true,
 	"command": true, "client": true, "cluster": true, "acl": true, "flock": true, "blpop": true,
 	"scan": true, "raft.backup": true, "setex": true, "psetex": true, "setrange": true,
+	"psubscribe": true, "punsubscribe": true, "pubsub": true,
 }
 
 // adminSubs are subcommands that need the admin permission although their

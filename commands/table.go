@@ -199,6 +199,9 @@ func New() *Table {
 		{"publish", 3, Write | Keyspace},
 		{"subscribe", -2, Conn},
 		{"unsubscribe", -1, Conn},
+		{"psubscribe", -2, Conn},
+		{"punsubscribe", -1, Conn},
+		{"pubsub", -2, Conn},
 		// Cluster administration.
 		{"raft.snapshot", 1, Admin | Conn},
 		{"raft.status", 1, Admin | Conn},
@@ -266,6 +269,7 @@ func New() *Table {
 var sinceVersion = map[string]int64{
 	"setnx": 2, "setex": 2, "psetex": 2, "getset": 2, "getex": 2, "append": 2, "setrange": 2,
 	"incrby": 2, "incrbyfloat": 2, "decr": 2, "decrby": 2, "expiretime": 2, "pexpiretime": 2,
+	"psubscribe": 3, "punsubscribe": 3, "pubsub": 3,
 }
 
 // Lookup finds a command by name, case-insensitively.

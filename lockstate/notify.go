@@ -155,13 +155,21 @@ func NotifyValue(classes string) (string, bool) {
 	if !ok {
 		return "", false
 	}
+	return notifySpelling(f), true
+}
+
+// NotifySetting is the flags in NotifyValue's spelling: what a server
+// waits to see applied after its CONFIG SET.
+func (s *State) NotifySetting() string { return notifySpelling(s.notifyFlags) }
+
+func notifySpelling(f int) string {
 	var b strings.Builder
 	for _, c := range []byte("g$lshzxetdnKEm") {
 		if g, _ := parseNotify(string(c)); f&g != 0 {
 			b.WriteByte(c)
 		}
 	}
-	return b.String(), true
+	return b.String()
 }
 
 // NotifyKeyspaceEvents is the replicated notify-keyspace-events, as

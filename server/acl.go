@@ -66,6 +66,14 @@ func (s *Server) check(c *resp.Conn, u *acl.User, spec *commands.Spec, args [][]
 			return ErrNoPermChannel
 		}
 	}
+	if spec.Name == "psubscribe" {
+		for _, p := range args[1:] {
+			if !u.CanPattern(string(p)) {
+				s.aclLog.add(c, u.Name, "channel", string(p))
+				return ErrNoPermChannel
+			}
+		}
+	}
 	return nil
 }
 
