@@ -72,10 +72,12 @@ func (s *State) notify(class int, event, key string) {
 }
 
 // parseNotify is Redis's keyspaceEventsStringToFlags: ok is false for a
-// byte that names no class.
+// byte that names no class. As Redis reads a C string, a NUL ends it.
 func parseNotify(classes string) (flags int, ok bool) {
 	for i := 0; i < len(classes); i++ {
 		switch classes[i] {
+		case 0:
+			return flags, true
 		case 'A':
 			flags |= notifyAll
 		case 'g':

@@ -266,6 +266,7 @@ func TestNotifyConfig(t *testing.T) {
 	for in, want := range map[string]string{
 		"gKE": "gKE", "$lshzxeKE": "$lshzxeKE", "KA": "AK", "EA": "AE", "KEAn": "AKE", "AA$$": "A",
 		"g$lshzxetd": "A", "mn": "nm", "": "", "Kzs": "szK", "dte": "etd", "AKEm": "AKEm",
+		"\x00": "", "K\x00q": "K", // a C string: the NUL ends it
 	} {
 		r := newNotifyRig(t, "")
 		if got := r.exec("config", "set", "Notify-Keyspace-Events", in).Reply; !reflect.DeepEqual(got, reply.OK()) {
@@ -282,7 +283,7 @@ func TestNotifyConfig(t *testing.T) {
 	r := newNotifyRig(t, "KEA")
 	before := recordsBut(r.s, timeKey)
 	bad := "ERR CONFIG SET failed (possibly related to argument 'notify-keyspace-events') - Invalid event class character. Use 'Ag$lshzxeKEtmdn'."
-	for _, in := range []string{"KEq", "K E", "k", "a", "\x00", "KEA\n", strings.Repeat("K", 1000) + "?"} {
+	for _, in := range []string{"KEq", "K E", "k", "a", "q\x00", "KEA\n", strings.Repeat("K", 1000) + "?"} {
 		if got := r.exec("CONFIG", "SET", "notify-keyspace-events", in).Reply; !reflect.DeepEqual(got, reply.Error(bad)) {
 			t.Errorf("CONFIG SET %q: %+v", in, got)
 		}
