@@ -20,7 +20,7 @@ var execNames = []string{
 	"BLPOP", "PUBLISH", "EVAL", "EVALSHA", "SCRIPT",
 	"SETNX", "SETEX", "PSETEX", "GETSET", "GETEX", "APPEND", "SETRANGE", "INCRBY", "INCRBYFLOAT", "DECR", "DECRBY",
 	"EXPIRETIME", "PEXPIRETIME",
-	"FLOCK", "PING", "NOPE",
+	"FLOCK", "PING", "NOPE", "CONFIG",
 }
 
 // execWords are the arguments: key names shared with a lock, options,
@@ -32,6 +32,7 @@ var execWords = []string{
 	"return redis.call('rpush', KEYS[1], ARGV[1])", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db",
 	"PERSIST", "PXAT", "0.1", "-1.5e3", "inf", "nan", "1e4932", "0x1p-3", "4194304", "536870912",
 	"return redis.call('incrbyfloat', KEYS[1], ARGV[1])",
+	"SET", "notify-keyspace-events", "KEA", "Kgx", "El$", "Kq",
 }
 
 // execCheck applies one OpExec (and an FLOCK or FUNLOCK of lock "a" now and
@@ -48,10 +49,11 @@ type execCheck struct {
 func newExecCheck() *execCheck {
 	c := &execCheck{s: New(Config{}), w: newMemWriter()}
 	c.apply(Entry{Op: OpSessionOpen, Session: "s", TTL: 1 << 40})
-	// At cluster version 2, so that its commands run (version_test.go
-	// checks them at 1).
-	c.apply(Entry{Op: OpNodeJoin, Node: "n1", RaftAddr: "r:1", Addr: "a:1", Version: 2})
-	c.apply(Entry{Op: OpSetVersion, Version: 2})
+	// At cluster version 3, so that its commands run (version_test.go
+	// checks them below), with every keyspace notification on.
+	c.apply(Entry{Op: OpNodeJoin, Node: "n1", RaftAddr: "r:1", Addr: "a:1", Version: 3})
+	c.apply(Entry{Op: OpSetVersion, Version: 3})
+	c.apply(Entry{Op: OpExec, Args: []string{"CONFIG", "SET", "notify-keyspace-events", "KEAn"}})
 	return c
 }
 

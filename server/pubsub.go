@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"slices"
 	"sync"
 
@@ -36,6 +37,10 @@ const (
 	MaxPatterns   = 1024
 )
 
+// errMatchWork disconnects a subscriber whose patterns would take more
+// than subscriberMatchWork for one message.
+var errMatchWork = errors.New("pub/sub: matching the patterns would take too long")
+
 var (
 	// ErrPatternTooLong refuses a PSUBSCRIBE with a pattern longer than
 	// MaxPatternLen; nothing is subscribed.
@@ -45,18 +50,32 @@ var (
 	ErrTooManyPatterns = reply.NewErr("ERR", "too many patterns subscribed by this connection (1024 at most)")
 )
 
-// inlineMatchWork bounds the pattern matching deliver does for one
-// message, on the apply loop, in glob steps (a match costs at most the
-// pattern's length times the channel's). A pattern whose match would
-// exceed what is left is not matched there: the message goes to each of
-// its subscribers with the pattern, and the subscriber's own goroutine
-// matches it before sending, its bytes counted against the subscriber's
-// output limit meanwhile. So no pattern and no channel, however long,
-// holds up applying entries for more than this per message.
-const inlineMatchWork = 1 << 16
+// The work pattern matching may take, in glob steps (glob.MatchWithin: a
+// match costs at most the pattern's length times the channel's, about 3
+// ns a step; a 4 KiB pattern against a 512 KiB channel can take 6 s).
+//
+// inlineMatchWork bounds what deliver does for one message on the apply
+// loop. A pattern whose match could exceed what is left is not matched
+// there: the message goes to each of its subscribers with the pattern, and
+// the subscriber's own goroutine matches it before sending, its bytes
+// counted against the subscriber's output limit meanwhile. So no pattern
+// and no channel, however long, holds up applying entries.
+//
+// subscriberMatchWork bounds what one subscriber's patterns may take for
+// one message (about 12 ms): a subscriber that needs more is disconnected,
+// as one that cannot keep up with its output is. PUBLISH's count does not
+// count it, and spends at most publishMatchWork on the node's patterns
+// (patterns past that count as not matching).
+const (
+	inlineMatchWork     = 1 << 16
+	subscriberMatchWork = 1 << 22
+	publishMatchWork    = 1 << 24
+	quickMatchWork      = 1 << 12 // receivers' first pass, per pattern
+)
 
 type pubsub struct {
 	mu    sync.Mutex
+	seq   uint64 // numbers the messages delivered, for subscriberMatchWork
 	chans map[string]map[*subscriber]struct{}
 	pats  map[string]*patternSubs
 	// order is every pattern with a subscriber, in the order it was first
@@ -98,6 +117,7 @@ type queuedMsg struct {
 	size             int
 	pattern, channel string
 	unmatched        bool
+	seq              uint64 // the message's number (pubsub.seq)
 }
 
 func newPubsub() *pubsub {
@@ -154,6 +174,8 @@ func (p *pubsub) run(sub *subscriber) {
 		}
 	}()
 	ctx := sub.c.Context()
+	var seq uint64 // the message whose matches work counts
+	work := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -163,7 +185,17 @@ func (p *pubsub) run(sub *subscriber) {
 		q := sub.take()
 		for i, m := range q {
 			var err error
-			if !m.unmatched || glob.Match(m.pattern, m.channel) {
+			send := true
+			if m.unmatched {
+				if m.seq != seq {
+					seq, work = m.seq, subscriberMatchWork
+				}
+				send, work = glob.MatchWithin(m.pattern, m.channel, work)
+				if work < 0 {
+					err = errMatchWork
+				}
+			}
+			if send {
 				sub.mu.Lock()
 				err = sub.c.Push(m.v)
 				sub.mu.Unlock()
@@ -243,6 +275,7 @@ func (p *pubsub) deliver(msgs []lockstate.Message) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, m := range msgs {
+		p.seq++
 		if subs := p.chans[m.Channel]; len(subs) > 0 {
 			v := resp.Push(resp.BulkString("message"), resp.BulkString(m.Channel), resp.BulkString(m.Payload))
 			n := resp.EncodedLen(v, 3) + msgOverhead
@@ -263,7 +296,7 @@ func (p *pubsub) deliver(msgs []lockstate.Message) {
 			v := resp.Push(resp.BulkString("pmessage"), resp.BulkString(ps.pattern), resp.BulkString(m.Channel), resp.BulkString(m.Payload))
 			q := queuedMsg{v: v, size: resp.EncodedLen(v, 3) + msgOverhead}
 			if !inline {
-				q.pattern, q.channel, q.unmatched = ps.pattern, m.Channel, true
+				q.pattern, q.channel, q.unmatched, q.seq = ps.pattern, m.Channel, true, p.seq
 			}
 			for _, sub := range ps.subs {
 				sub.enqueue(q)
@@ -276,7 +309,8 @@ func (p *pubsub) deliver(msgs []lockstate.Message) {
 // makes of a message to ch, one per subscriber of the channel and one per
 // subscriber of each pattern that matches it (a connection on both, or on
 // two matching patterns, counts twice, as Redis counts). The patterns are
-// matched on the caller's goroutine, outside the lock.
+// matched on the caller's goroutine, outside the lock, within
+// publishMatchWork.
 func (p *pubsub) receivers(ch string) int64 {
 	type patCount struct {
 		pattern string
@@ -289,9 +323,33 @@ func (p *pubsub) receivers(ch string) int64 {
 		pats[i] = patCount{ps.pattern, len(ps.subs)}
 	}
 	p.mu.Unlock()
-	for _, pc := range pats {
-		if glob.Match(pc.pattern, ch) {
-			n += int64(pc.n)
+	// Quick matches first, so that a few slow patterns cannot use up the
+	// work and leave the rest uncounted; then the slow ones, each up to
+	// subscriberMatchWork (past which its subscribers are disconnected
+	// rather than served: not counted).
+	work := publishMatchWork
+	var slow []patCount
+	for _, quick := range []bool{true, false} {
+		todo := pats
+		if !quick {
+			todo = slow
+		}
+		for _, pc := range todo {
+			if work <= 0 {
+				return n
+			}
+			budget := min(work, subscriberMatchWork)
+			if quick {
+				budget = min(work, quickMatchWork)
+			}
+			ok, left := glob.MatchWithin(pc.pattern, ch, budget)
+			work -= budget - max(left, 0)
+			switch {
+			case left < 0 && quick:
+				slow = append(slow, pc)
+			case ok:
+				n += int64(pc.n)
+			}
 		}
 	}
 	return n

@@ -2,6 +2,8 @@
 // SCAN MATCH, ACL key and channel patterns, PSUBSCRIBE and PUBSUB CHANNELS.
 package glob
 
+import "math"
+
 // MaxStarGroups is how many runs of '*' followed by more pattern a match
 // may pass through, as in Redis since CVE-2024-31228 (its nesting limit of
 // 1000, which Debian's 7.0.15 carries too): a pattern with more never
@@ -20,11 +22,22 @@ const MaxStarGroups = 1000
 // len(str)) steps at worst, never recursion, which is what Redis's
 // recursion with its skipLongerMatches cut-off answers too.
 func Match(pattern, str string) bool {
+	ok, _ := MatchWithin(pattern, str, math.MaxInt)
+	return ok
+}
+
+// MatchWithin is Match spending at most budget steps: it returns the
+// budget left, negative if it gave up (then matched is false). A step is
+// one byte of pattern looked at against one byte of string, so a match
+// takes at most len(pattern) × len(str) of them; a caller bounds with it
+// what one pattern may cost, since a long pattern against a long string
+// can take seconds.
+func MatchWithin(pattern, str string, budget int) (matched bool, left int) {
 	if str == "" {
-		return pattern == ""
+		return pattern == "", budget
 	}
 	if tooManyStars(pattern) {
-		return false
+		return false, budget
 	}
 	p, s := 0, 0
 	starP, starS := -1, 0 // where the last '*' resumes: pattern after it, string it has eaten to
@@ -34,19 +47,23 @@ func Match(pattern, str string) bool {
 				p++
 			}
 			if p == len(pattern) {
-				return true
+				return true, budget
 			}
 			starP, starS = p, s
 			continue
 		}
 		if p < len(pattern) {
-			if ok, next := one(pattern, p, str[s]); ok {
+			ok, next := one(pattern, p, str[s])
+			if budget -= next - p; budget < 0 {
+				return false, budget
+			}
+			if ok {
 				p, s = next, s+1
 				continue
 			}
 		}
 		if starP < 0 {
-			return false
+			return false, budget
 		}
 		starS++ // the last '*' eats one more byte
 		p, s = starP, starS
@@ -54,7 +71,7 @@ func Match(pattern, str string) bool {
 	for p < len(pattern) && pattern[p] == '*' {
 		p++
 	}
-	return p == len(pattern)
+	return p == len(pattern), budget
 }
 
 // one matches the single-byte element of pattern at p (not a '*') against

@@ -237,3 +237,24 @@ func TestAllStars(t *testing.T) {
 		}
 	}
 }
+
+// MatchWithin answers as Match within its budget, which a match of
+// len(pattern) × len(str) steps never exceeds, and gives up past it.
+func TestMatchWithin(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		p := strings.Repeat("*", r.IntN(3)) + strings.Repeat("a?", r.IntN(4)) + "*" + strings.Repeat("[ab]", r.IntN(3)) + "b"
+		s := strings.Repeat("ab", r.IntN(20))
+		ok, left := MatchWithin(p, s, len(p)*len(s))
+		if left < 0 || ok != Match(p, s) {
+			t.Fatalf("MatchWithin(%q, %q) = %v %v, Match %v", p, s, ok, left, Match(p, s))
+		}
+	}
+	p, s := "*"+strings.Repeat("a", 1000)+"b", strings.Repeat("a", 100000)
+	if _, left := MatchWithin(p, s, 1<<20); left >= 0 {
+		t.Fatal("a 100M-step match finished within 1M steps")
+	}
+	if ok, left := MatchWithin("x*", s, 1); left != 0 || ok {
+		t.Fatalf("a mismatch at the first byte: %v, %d left", ok, left)
+	}
+}
