@@ -10,7 +10,10 @@ package lockstate
 //	   EXPIRETIME and PEXPIRETIME inside scripts (commands.Spec.Version);
 //	   LPOP key count extra answers the arity error (a syntax error at 1)
 //	3  Redis 7.0's commands beyond strings (commands.Spec.Version lists
-//	   them)
+//	   them); PSUBSCRIBE, PUNSUBSCRIBE and PUBSUB; notify-keyspace-events
+//	   as replicated state (an OpExec of CONFIG SET, notify.go) and the
+//	   keyspace notifications of every write; KEYS and SCAN in scripts
+//	   match an empty name as Redis does
 const MaxVersion = 3
 
 // incrStep is what INCR adds: 1 at every version this binary knows.

@@ -2,6 +2,7 @@ package test
 
 import (
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -169,5 +170,63 @@ func TestBadPatternInput(t *testing.T) {
 	}
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSlowPatternSubscriberOutputLimit: pmessages and keyspace
+// notifications count against the pub/sub output limit as messages do: a
+// pattern subscriber that never reads is disconnected once 32 MiB wait
+// for it, whichever kind filled it, and the writes and other clients go on.
+func TestSlowPatternSubscriberOutputLimit(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOpts{})
+	pub := n.soloClient(t)
+	admin := n.soloClient(t)
+	ctx := tctx(t)
+	if err := admin.ConfigSet(ctx, "notify-keyspace-events", "E$").Err(); err != nil {
+		t.Fatal(err)
+	}
+	stalled := func(pattern string) (*rawConn, int64) {
+		sub := dialRaw(t, n.addr)
+		sub.nc.(*net.TCPConn).SetReadBuffer(64 << 10)
+		id := rawID(t, sub)
+		sub.send("PSUBSCRIBE", pattern)
+		if v := sub.read(); v.kind != '*' || len(v.elems) != 3 {
+			t.Fatalf("PSUBSCRIBE: %v", v)
+		}
+		if line := clientIDs(t, admin)[id]; !strings.Contains(line, " flags=P ") || !strings.Contains(line, " sub=0 psub=1 ") {
+			t.Errorf("CLIENT LIST of a pattern subscriber: %q", line)
+		}
+		return sub, id
+	}
+	const msgSize = 16 << 10
+	// pmessages of PUBLISHes.
+	sub, id := stalled("fire*")
+	heard := 0
+	for _, cnt := range publishMany(t, pub, "firehose", msgSize, 4000) {
+		heard += int(cnt) * msgSize
+	}
+	waitGone(t, admin, id, 10*time.Second, "a pattern subscriber that never reads")
+	expectClosed(t, sub, 10*time.Second, "the pattern subscriber's socket")
+	if heard > 48<<20 {
+		t.Errorf("the pattern subscriber was counted for %d MiB before it was closed", heard>>20)
+	}
+	// Keyspace notifications: each SET of a 16 KiB key name is a 16 KiB
+	// __keyevent@0__:set message.
+	sub, id = stalled("__keyevent@0__:*")
+	key := strings.Repeat("k", msgSize)
+	for done := 0; done < 4000; done += 64 {
+		p := pub.Pipeline()
+		for range 64 {
+			p.Set(ctx, key, "v", 0)
+		}
+		if _, err := p.Exec(ctx); err != nil {
+			t.Fatalf("SET: %v", err)
+		}
+	}
+	waitGone(t, admin, id, 10*time.Second, "a keyspace subscriber that never reads")
+	expectClosed(t, sub, 10*time.Second, "the keyspace subscriber's socket")
+	if v := mustStr(t, admin, "PING"); v != "PONG" {
+		t.Fatalf("PING = %q", v)
 	}
 }
