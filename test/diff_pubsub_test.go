@@ -406,3 +406,30 @@ func TestDiffKeyspaceNotifications(t *testing.T) {
 	c.do("config set", 1, "CONFIG", "SET", "notify-keyspace-events", "")
 	t.Logf("%d byte-for-byte comparisons", cases)
 }
+
+// A PSUBSCRIBE pattern is allowed by a user's channel patterns only as
+// written (or by &*), where SUBSCRIBE and PUBLISH channels are matched
+// against them, as Redis 7.0 checks them.
+func TestDiffPatternACL(t *testing.T) {
+	t.Parallel()
+	fa, ra := diffPubSubSetup(t)
+	cases := 0
+	admin := dialPair(t, fa, ra, 2, &cases)
+	admin.do("acl setuser", 1, "ACL", "SETUSER", "psub", "on", ">pw", "~*", "resetchannels", "&foo:*", "&bar", "+@all")
+	admin.do("acl setuser", 1, "ACL", "SETUSER", "all", "on", ">pw", "~*", "allchannels", "+@all")
+	for _, proto := range []int{2, 3} {
+		u := dialPair(t, fa, ra, proto, &cases)
+		u.do("auth", 1, "AUTH", "psub", "pw")
+		u.do("psubscribe as written", 1, "PSUBSCRIBE", "foo:*")
+		u.do("psubscribe a channel the pattern covers", 1, "PSUBSCRIBE", "foo:1")
+		u.do("psubscribe a literal channel", 1, "PSUBSCRIBE", "bar")
+		u.do("psubscribe all", 1, "PSUBSCRIBE", "*")
+		u.do("psubscribe, one refused", 1, "PSUBSCRIBE", "bar", "baz")
+		u.do("subscribe matched", 1, "SUBSCRIBE", "foo:1")
+		u.do("punsubscribe is free", 1, "PUNSUBSCRIBE", "nope")
+		a := dialPair(t, fa, ra, proto, &cases)
+		a.do("auth", 1, "AUTH", "all", "pw")
+		a.do("psubscribe anything", 2, "PSUBSCRIBE", "*", "x?")
+	}
+	t.Logf("%d byte-for-byte comparisons", cases)
+}
