@@ -50,11 +50,16 @@ func newExecCheck() *execCheck {
 	c := &execCheck{s: New(Config{}), w: newMemWriter()}
 	c.apply(Entry{Op: OpSessionOpen, Session: "s", TTL: 1 << 40})
 	// At cluster version 3, so that its commands run (version_test.go
-	// checks them below), with every keyspace notification on.
+	// checks them below).
 	c.apply(Entry{Op: OpNodeJoin, Node: "n1", RaftAddr: "r:1", Addr: "a:1", Version: 3})
 	c.apply(Entry{Op: OpSetVersion, Version: 3})
-	c.apply(Entry{Op: OpExec, Args: []string{"CONFIG", "SET", "notify-keyspace-events", "KEAn"}})
 	return c
+}
+
+// notifyAll turns every keyspace notification on, so that the commands'
+// notify calls run too.
+func (c *execCheck) notifyAll() {
+	c.apply(Entry{Op: OpExec, Args: []string{"CONFIG", "SET", "notify-keyspace-events", "KEAn"}})
 }
 
 func (c *execCheck) apply(e Entry) (Result, error) {
@@ -116,6 +121,7 @@ func FuzzExec(f *testing.F) {
 	f.Add([]byte("\x00k\x00v\n\x15h\x00f\x001\n\x1bl\x00x\n\x1el\x001"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c := newExecCheck()
+		c.notifyAll()
 		for i, line := range bytes.Split(b, []byte("\n")) {
 			if i == 64 {
 				break
@@ -142,6 +148,9 @@ func TestExecRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for run := range 20 {
 		c := newExecCheck()
+		if run%2 == 0 {
+			c.notifyAll()
+		}
 		for i := range 500 {
 			cmd := []string{append(execNames, "FUNLOCK")[rng.IntN(len(execNames)+1)]}
 			for range rng.IntN(6) {
