@@ -118,6 +118,31 @@ func TestKeyspaceEventsOnCluster(t *testing.T) {
 	if i := strings.Index(all, "__keyevent@0__:set s"); i < 0 || !strings.HasPrefix(all[i:], "__keyevent@0__:set s\n__key*__:* __keyspace@0__:note p\n__key*__:* __keyspace@0__:s del\n") {
 		t.Errorf("a script's events out of order near %q", all[max(0, i-40):min(len(all), i+200)])
 	}
+
+	// The setting is replicated state: a restarted node (after a snapshot)
+	// has it and raises the events again.
+	if _, err := do(ctx, leader.client(t), "RAFT.SNAPSHOT"); err != nil {
+		t.Fatal(err)
+	}
+	f := fs[1]
+	f.kill()
+	f.start()
+	eventually(t, 20*time.Second, "the restarted node's CONFIG GET", func() bool {
+		v, err := f.client(t).ConfigGet(ctx, "notify-keyspace-events").Result()
+		return err == nil && v["notify-keyspace-events"] == "AKE"
+	})
+	ps := f.client(t).PSubscribe(ctx, "__keyevent@0__:*")
+	t.Cleanup(func() { ps.Close() })
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "a write after the restart", func() bool {
+		_, err := do(ctx, c.leader(10*time.Second).client(t), "SET", "after-restart", "1")
+		return err == nil
+	})
+	if got := receiveP(t, ps, "__keyevent@0__:set", "after-restart"); len(got) != 1 {
+		t.Fatalf("the restarted node delivered %v", got)
+	}
 }
 
 // TestPatternPubSubOnCluster: a pattern subscriber on every node hears
