@@ -90,6 +90,7 @@ var groups = map[string]Cats{
 	"eval": CatScripting, "evalsha": CatScripting, "script": CatScripting,
 	"eval_ro": CatScripting, "evalsha_ro": CatScripting,
 	"publish": CatPubsub, "subscribe": CatPubsub, "unsubscribe": CatPubsub,
+	"psubscribe": CatPubsub, "punsubscribe": CatPubsub, "pubsub": CatPubsub,
 	"raft.snapshot": CatAdmin, "raft.status": CatAdmin, "raft.hash": CatAdmin, "raft.backup": CatAdmin, "raft.join": CatAdmin,
 	"raft.remove": CatAdmin, "raft.transfer": CatAdmin, "raft.propose": CatAdmin, "raft.link": CatAdmin, "raft.user": CatAdmin,
 	"cluster": CatConnection, "ping": CatConnection, "echo": CatConnection, "auth": CatConnection,
@@ -109,7 +110,8 @@ var slow = map[string]bool{
 	"scan": true, "raft.backup": true, "setex": true, "psetex": true, "setrange": true,
 	"eval_ro": true, "evalsha_ro": true,
 	"rename": true, "copy": true, "flushall": true, "flushdb": true, "randomkey": true, "object": true,
-	"exec": true,
+	"exec":       true,
+	"psubscribe": true, "punsubscribe": true, "pubsub": true,
 }
 
 // dangerous are Redis's @dangerous commands that need no admin permission

@@ -222,6 +222,9 @@ func New() *Table {
 		{"discard", 1, Conn},
 		{"watch", -2, Conn},
 		{"unwatch", 1, Conn},
+		{"psubscribe", -2, Conn},
+		{"punsubscribe", -1, Conn},
+		{"pubsub", -2, Conn},
 		// Cluster administration.
 		{"raft.snapshot", 1, Admin | Conn},
 		{"raft.status", 1, Admin | Conn},
@@ -295,6 +298,7 @@ var sinceVersion = map[string]int64{
 	"rename": 3, "renamenx": 3, "copy": 3, "flushall": 3, "flushdb": 3, "move": 3, "swapdb": 3,
 	"touch": 3, "randomkey": 3, "object": 3,
 	"multi": 3, "exec": 3, "discard": 3, "watch": 3, "unwatch": 3, "raft.watch": 3,
+	"psubscribe": 3, "punsubscribe": 3, "pubsub": 3,
 }
 
 // Lookup finds a command by name, case-insensitively.

@@ -110,6 +110,7 @@ func (s *State) expire(now int64) {
 			s.expired.Keys++
 			s.setTTL(t.key, false)
 			s.deleteKey(t.key)
+			s.notify(notifyExpired, "expired", t.key.name)
 		default:
 			s.expired.Waits++
 			s.timeOut(t.wait)

@@ -203,6 +203,9 @@ func (s *State) call(args []string, now int64, mode execMode) reply.Value {
 	if h := writeHandler(spec.Name); h != nil && mode&execWrite != 0 {
 		return s.write(spec, h, a, now)
 	}
+	if spec.Name == "config" && mode&execWrite != 0 {
+		return cmdConfig(s, a, now) // an OpExec only: scripts never reach it (notify.go)
+	}
 	switch {
 	case readHandler(spec.Name) != nil:
 		return reply.Error(fmt.Sprintf("ERR '%s' is a read command: it is not applied through the log", spec.Name))
@@ -286,12 +289,20 @@ func cmdExists(s *State, a [][]byte, now int64) reply.Value {
 
 func cmdKeys(s *State, a [][]byte, now int64) reply.Value {
 	pattern := string(a[1])
-	names := s.keyNames(now, func(name string) bool { return glob.Match(pattern, name) })
+	names := s.keyNames(now, func(name string) bool { return s.keyMatch(pattern, name) })
 	out := make([]reply.Value, len(names))
 	for i, n := range names {
 		out[i] = reply.BulkString(n)
 	}
 	return reply.Array(out...)
+}
+
+// keyMatch is KEYS's test of a name: "*" is every name (Redis's shortcut,
+// which glob.Match's empty-string rule needs); below cluster version 3 an
+// empty name matched every all-star pattern, as a script's KEYS must
+// still answer there.
+func (s *State) keyMatch(pattern, name string) bool {
+	return pattern == "*" || glob.Match(pattern, name) || name == "" && s.Version() < 3 && glob.AllStars(pattern)
 }
 
 // DEL and UNLINK delete keys, not fenced locks: a held lock is released by
@@ -301,6 +312,7 @@ func cmdDel(s *State, a [][]byte, now int64) reply.Value {
 	for _, name := range a[1:] {
 		if k := s.live(string(name), now); k != nil {
 			s.deleteKey(k)
+			s.notify(notifyGeneric, "del", k.name)
 			n++
 		}
 	}
@@ -405,9 +417,11 @@ func cmdExpire(s *State, a [][]byte, now int64) reply.Value {
 	}
 	if when <= now {
 		s.deleteKey(k)
+		s.notify(notifyGeneric, "del", k.name)
 		return reply.Int(1)
 	}
 	s.setDeadline(k, when)
+	s.notify(notifyGeneric, "expire", k.name)
 	return reply.Int(1)
 }
 
@@ -425,6 +439,7 @@ func (s *State) fromUnix(at, now int64) int64 {
 
 func cmdPersist(s *State, a [][]byte, now int64) reply.Value {
 	if k := s.live(string(a[1]), now); k != nil && s.persist(k) {
+		s.notify(notifyGeneric, "persist", k.name)
 		return reply.Int(1)
 	}
 	return reply.Int(0)

@@ -21,7 +21,7 @@ var execNames = []string{
 	"SETNX", "SETEX", "PSETEX", "GETSET", "GETEX", "APPEND", "SETRANGE", "INCRBY", "INCRBYFLOAT", "DECR", "DECRBY",
 	"EXPIRETIME", "PEXPIRETIME",
 	"RENAME", "RENAMENX", "COPY", "FLUSHALL", "FLUSHDB", "MOVE", "SWAPDB", "TOUCH", "RANDOMKEY", "OBJECT",
-	"FLOCK", "PING", "NOPE",
+	"FLOCK", "PING", "NOPE", "CONFIG",
 }
 
 // execWords are the arguments: key names shared with a lock, options,
@@ -35,6 +35,7 @@ var execWords = []string{
 	"return redis.call('incrbyfloat', KEYS[1], ARGV[1])",
 	"REPLACE", "DB", "ASYNC", "SYNC", "ENCODING", "REFCOUNT", "FREQ", "IDLETIME", "HELP",
 	"return redis.call('rename', KEYS[1], ARGV[1])", "return redis.call('randomkey')",
+	"SET", "notify-keyspace-events", "KEA", "Kgx", "El$", "Kq",
 }
 
 // execCheck applies one OpExec (and an FLOCK or FUNLOCK of lock "a" now and
@@ -56,6 +57,12 @@ func newExecCheck() *execCheck {
 	c.apply(Entry{Op: OpNodeJoin, Node: "n1", RaftAddr: "r:1", Addr: "a:1", Version: 3})
 	c.apply(Entry{Op: OpSetVersion, Version: 3})
 	return c
+}
+
+// notifyAll turns every keyspace notification on, so that the commands'
+// notify calls run too.
+func (c *execCheck) notifyAll() {
+	c.apply(Entry{Op: OpExec, Args: []string{"CONFIG", "SET", "notify-keyspace-events", "KEAn"}})
 }
 
 func (c *execCheck) apply(e Entry) (Result, error) {
@@ -118,6 +125,7 @@ func FuzzExec(f *testing.F) {
 	f.Add([]byte("\x00k\x00v\n\x15h\x00f\x001\n\x1bl\x00x\n\x1el\x001"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c := newExecCheck()
+		c.notifyAll()
 		for i, line := range bytes.Split(b, []byte("\n")) {
 			if i == 64 {
 				break
@@ -144,6 +152,9 @@ func TestExecRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for run := range 20 {
 		c := newExecCheck()
+		if run%2 == 0 {
+			c.notifyAll()
+		}
 		for i := range 500 {
 			cmd := []string{append(execNames, "FUNLOCK")[rng.IntN(len(execNames)+1)]}
 			for range rng.IntN(6) {

@@ -215,6 +215,9 @@ func compareReads(s *State, m *model, now int64) error {
 			}
 		}
 	}
+	if got, want := s.NotifyKeyspaceEvents(), m.notifyConfig(); got != want {
+		return fmt.Errorf("notify-keyspace-events %q, model %q", got, want)
+	}
 	for _, name := range []string{"default", "u1", "u2"} {
 		got, gok := s.User(name)
 		want, wok := m.users[name]

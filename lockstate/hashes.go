@@ -40,6 +40,7 @@ func cmdHset(s *State, a [][]byte, now int64) reply.Value {
 			added++
 		}
 	}
+	s.notify(notifyHash, "hset", name)
 	return reply.Int(added)
 }
 
@@ -118,8 +119,10 @@ func cmdHdel(s *State, a [][]byte, now int64) reply.Value {
 	}
 	if n > 0 {
 		s.markDirty(kvRecKey(k.name), &k.cost)
+		s.notify(notifyHash, "hdel", k.name)
 		if len(k.fields) == 0 {
 			s.deleteKey(k)
+			s.notify(notifyGeneric, "del", k.name)
 		}
 	}
 	return reply.Int(n)
@@ -153,6 +156,7 @@ func cmdHincrBy(s *State, a [][]byte, now int64) reply.Value {
 		k = s.newKey(p.Key, kvHash)
 	}
 	s.hset(k, p.Field, strconv.FormatInt(n, 10))
+	s.notify(notifyHash, "hincrby", p.Key)
 	return reply.Int(n)
 }
 
@@ -173,14 +177,17 @@ func cmdPush(s *State, a [][]byte, now int64) reply.Value {
 		k = s.newKey(name, kvList)
 	}
 	k.size += add
+	event := "rpush"
 	if a[0][0] == 'l' || a[0][0] == 'L' {
 		// LPUSH a b c leaves c b a in front.
 		slices.Reverse(els)
 		k.list = append(els, k.list...)
+		event = "lpush"
 	} else {
 		k.list = append(k.list, els...)
 	}
 	s.markDirty(kvRecKey(k.name), &k.cost)
+	s.notify(notifyList, event, name)
 	s.pushed = append(s.pushed, k.name)
 	return reply.Int(int64(len(k.list)))
 }
@@ -216,8 +223,10 @@ func cmdLpop(s *State, a [][]byte, now int64) reply.Value {
 	k.list = slices.Clone(k.list[n:])
 	if n > 0 {
 		s.markDirty(kvRecKey(k.name), &k.cost)
+		s.notify(notifyList, "lpop", k.name)
 		if len(k.list) == 0 {
 			s.deleteKey(k)
+			s.notify(notifyGeneric, "del", k.name)
 		}
 	}
 	if count < 0 {
@@ -250,8 +259,10 @@ func cmdBlpop(s *State, a [][]byte, now int64) reply.Value {
 		k.size -= elemSize(e)
 		k.list = slices.Clone(k.list[1:])
 		s.markDirty(kvRecKey(k.name), &k.cost)
+		s.notify(notifyList, "lpop", k.name)
 		if len(k.list) == 0 {
 			s.deleteKey(k)
+			s.notify(notifyGeneric, "del", k.name)
 		}
 		return reply.Array(reply.BulkString(k.name), reply.BulkString(e))
 	}

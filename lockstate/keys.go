@@ -76,6 +76,7 @@ func (s *State) newKey(name string, t kvType) *kvKey {
 	s.kv[name] = k
 	s.indexName(name)
 	s.markDirty(kvRecKey(name), &k.cost)
+	s.notify(notifyNew, "new", name)
 	return k
 }
 

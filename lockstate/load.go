@@ -56,6 +56,8 @@ func (s *State) load(k string, value []byte) error {
 			return fmt.Errorf("%w: the cluster runs version %d and this binary knows up to %d; run a newer release", ErrVersionUnknown, v, s.maxVersion())
 		}
 		s.version = v
+	case k == notifyKey:
+		return s.loadNotify(&r)
 	case strings.HasPrefix(k, prefixSession):
 		return s.loadSession(k[len(prefixSession):], &r)
 	case strings.HasPrefix(k, prefixKV):

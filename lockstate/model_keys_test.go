@@ -30,11 +30,23 @@ type mKey struct {
 func genKeys() []string { return []string{"a", "k1", "k2"} }
 
 func (m *model) expireKeys(now int64) {
+	var due []string
 	for name, k := range m.keys {
 		if k.ttl && k.deadline < now {
-			m.expired.Keys++
-			delete(m.keys, name)
+			due = append(due, name)
 		}
+	}
+	// Earliest first, then by name: the order their events come in.
+	slices.SortFunc(due, func(a, b string) int {
+		if d := m.keys[a].deadline - m.keys[b].deadline; d != 0 {
+			return int(d)
+		}
+		return strings.Compare(a, b)
+	})
+	for _, name := range due {
+		m.expired.Keys++
+		delete(m.keys, name)
+		m.event('x', "expired", name)
 	}
 }
 
@@ -79,11 +91,14 @@ func (m *model) exec(args []string, now int64) reply.Value {
 		if k == nil {
 			k = &mKey{created: int64(m.index)}
 			m.keys[name] = k
+			m.event('n', "new", name)
 		}
 		k.val = v
 		return k
 	}
 	switch cmd {
+	case "CONFIG":
+		return m.config(args)
 	case "SETNX":
 		switch {
 		case lock:
@@ -92,6 +107,7 @@ func (m *model) exec(args []string, now int64) reply.Value {
 			return reply.Int(0)
 		}
 		set(args[2]).ttl = false
+		m.event('$', "set", name)
 		return reply.Int(1)
 	case "PSETEX":
 		px, _ := strconv.ParseInt(args[2], 10, 64)
@@ -103,6 +119,8 @@ func (m *model) exec(args []string, now int64) reply.Value {
 		}
 		k := set(args[3])
 		k.ttl, k.deadline = true, now+px
+		m.event('$', "set", name)
+		m.event('g', "expire", name)
 		return reply.OK()
 	case "GETSET":
 		if lock {
@@ -113,6 +131,7 @@ func (m *model) exec(args []string, now int64) reply.Value {
 			old = reply.BulkString(k.val)
 		}
 		set(args[2]).ttl = false
+		m.event('$', "set", name)
 		return old
 	case "GETEX":
 		switch {
@@ -128,12 +147,16 @@ func (m *model) exec(args []string, now int64) reply.Value {
 		n, _ := strconv.ParseInt(args[len(args)-1], 10, 64)
 		switch args[2] {
 		case "PERSIST":
+			if k.ttl {
+				m.event('g', "persist", name)
+			}
 			k.ttl = false
 		case "PX":
 			if n <= 0 {
 				return reply.Error("ERR invalid expire time in 'getex' command")
 			}
 			k.ttl, k.deadline = true, now+n
+			m.event('g', "expire", name)
 		case "PXAT":
 			switch {
 			case n <= 0:
@@ -142,8 +165,10 @@ func (m *model) exec(args []string, now int64) reply.Value {
 				return reply.Error("ERR EXAT and PXAT are not supported in scripts")
 			case now+n-m.unix <= now:
 				delete(m.keys, name)
+				m.event('g', "del", name)
 			default:
 				k.ttl, k.deadline = true, now+n-m.unix
+				m.event('g', "expire", name)
 			}
 		}
 		return val
@@ -155,7 +180,9 @@ func (m *model) exec(args []string, now int64) reply.Value {
 		if k != nil {
 			old = k.val
 		}
-		return reply.Int(int64(len(set(old + args[2]).val)))
+		n := int64(len(set(old + args[2]).val))
+		m.event('$', "append", name)
+		return reply.Int(n)
 	case "SETRANGE":
 		off, _ := strconv.Atoi(args[2])
 		switch {
@@ -175,7 +202,9 @@ func (m *model) exec(args []string, now int64) reply.Value {
 		for len(old) < off+len(args[3]) {
 			old += "\x00"
 		}
-		return reply.Int(int64(len(set(old[:off] + args[3] + old[off+len(args[3]):]).val)))
+		n := int64(len(set(old[:off] + args[3] + old[off+len(args[3]):]).val))
+		m.event('$', "setrange", name)
+		return reply.Int(n)
 	case "INCR", "INCRBY", "DECRBY", "DECR":
 		by := big.NewInt(1)
 		if cmd == "DECR" {
@@ -207,6 +236,7 @@ func (m *model) exec(args []string, now int64) reply.Value {
 			return reply.Error("ERR increment or decrement would overflow")
 		}
 		set(n.String())
+		m.event('$', "incrby", name)
 		return reply.Int(n.Int64())
 	case "INCRBYFLOAT":
 		// C's long double: strtold rounds each number to a 64-bit
@@ -232,7 +262,9 @@ func (m *model) exec(args []string, now int64) reply.Value {
 		if out == "-0" {
 			out = "0"
 		}
-		return reply.BulkString(set(out).val)
+		set(out)
+		m.event('$', "incrbyfloat", name)
+		return reply.BulkString(out)
 	case "SET":
 		nx, xx := slices.Contains(args, "NX"), slices.Contains(args, "XX")
 		var px int64
@@ -254,13 +286,15 @@ func (m *model) exec(args []string, now int64) reply.Value {
 		case nx && k != nil, xx && k == nil:
 			return reply.Null()
 		}
-		if k == nil {
-			k = &mKey{created: int64(m.index)}
-			m.keys[name] = k
+		k = set(args[2])
+		k.ttl, k.deadline = ttl, now+px
+		m.event('$', "set", name)
+		if ttl {
+			m.event('g', "expire", name)
 		}
-		k.val, k.ttl, k.deadline = args[2], ttl, now+px
 		if ttl && px < 0 {
 			delete(m.keys, name)
+			m.event('x', "expired", name)
 		}
 		return reply.OK()
 	case "RENAME", "RENAMENX":
@@ -285,6 +319,10 @@ func (m *model) exec(args []string, now int64) reply.Value {
 		}
 		delete(m.keys, name)
 		m.keys[dst] = &mKey{val: k.val, created: int64(m.index), ttl: k.ttl, deadline: k.deadline}
+		// db.c: dbAdd says new, then rename_from and rename_to.
+		m.event('n', "new", dst)
+		m.event('g', "rename_from", name)
+		m.event('g', "rename_to", dst)
 		if cmd == "RENAMENX" {
 			return reply.Int(1)
 		}
@@ -309,6 +347,8 @@ func (m *model) exec(args []string, now int64) reply.Value {
 			return wrongType
 		}
 		m.keys[dst] = &mKey{val: k.val, created: int64(m.index), ttl: k.ttl, deadline: k.deadline}
+		m.event('n', "new", dst)
+		m.event('g', "copy_to", dst)
 		return reply.Int(1)
 	case "PEXPIREAT":
 		at, _ := strconv.ParseInt(args[2], 10, 64)
@@ -318,8 +358,10 @@ func (m *model) exec(args []string, now int64) reply.Value {
 			return reply.Int(0)
 		case when <= now:
 			delete(m.keys, name)
+			m.event('g', "del", name)
 		default:
 			k.ttl, k.deadline = true, when
+			m.event('g', "expire", name)
 		}
 		return reply.Int(1)
 	case "DEL":
@@ -327,6 +369,7 @@ func (m *model) exec(args []string, now int64) reply.Value {
 			return reply.Int(0)
 		}
 		delete(m.keys, name)
+		m.event('g', "del", name)
 		return reply.Int(1)
 	case "PEXPIRE":
 		ms, _ := strconv.ParseInt(args[2], 10, 64)
@@ -335,8 +378,10 @@ func (m *model) exec(args []string, now int64) reply.Value {
 			return reply.Int(0)
 		case now+ms <= now:
 			delete(m.keys, name)
+			m.event('g', "del", name)
 		default:
 			k.ttl, k.deadline = true, now+ms
+			m.event('g', "expire", name)
 		}
 		return reply.Int(1)
 	case "PERSIST":
@@ -344,6 +389,7 @@ func (m *model) exec(args []string, now int64) reply.Value {
 			return reply.Int(0)
 		}
 		k.ttl = false
+		m.event('g', "persist", name)
 		return reply.Int(1)
 	}
 	panic("model: unknown command " + args[0])
@@ -451,8 +497,12 @@ func (m *model) keyFence(name string, now int64) (int64, bool) {
 	return 0, false
 }
 
-// genExec draws a keyspace write over genKeys.
+// genExec draws a keyspace write over genKeys, now and then a change of
+// notify-keyspace-events.
 func (g *gen) genExec() []string {
+	if g.src.intn(25) == 0 {
+		return []string{"CONFIG", "SET", "notify-keyspace-events", g.pick(genNotify())}
+	}
 	name := g.pick(genKeys())
 	ms := func() string { return strconv.Itoa(10 * g.src.intn(30)) }
 	at := func() string { return strconv.FormatInt(g.wall+10*int64(g.src.intn(30)-5), 10) }

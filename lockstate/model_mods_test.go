@@ -155,6 +155,10 @@ func (m *model) multi(e Entry, now int64) reply.Value {
 		switch strings.ToUpper(c[0]) {
 		case "GET", "PTTL", "TYPE", "EXISTS":
 			out = append(out, m.read(c, now))
+		case "CONFIG":
+			// Not a keyspace command: the server runs it beside the
+			// entry, never in it.
+			out = append(out, reply.Error("ERR Command not allowed inside a transaction"))
 		default:
 			out = append(out, m.write(c, now))
 		}

@@ -33,6 +33,10 @@ type model struct {
 	// hist is each name's changes from cluster version 3, for WATCH
 	// (model_mods_test.go).
 	hist map[string][]mChange
+	// notify is notify-keyspace-events as last set (model_notify_test.go),
+	// messages the events of the entry in progress.
+	notify   string
+	messages []Message
 }
 
 type mSession struct {
@@ -90,8 +94,8 @@ func (m *model) apply(index uint64, e Entry) Result {
 		m.phase(func() { r = m.op(e, now) })
 	}
 	m.phase(m.handOff)
-	r.Wakes, r.Expired = m.wakes, m.expired
-	m.wakes, m.expired = nil, Expirations{}
+	r.Wakes, r.Expired, r.Messages = m.wakes, m.expired, m.messages
+	m.wakes, m.expired, m.messages = nil, Expirations{}, nil
 	return r
 }
 

@@ -193,7 +193,7 @@ func run(src intSource, steps, reloadEvery int, misuse bool) error {
 	// Most runs move the cluster to version 2 or 3 first, so that their
 	// commands run; the rest stay at 1, where they are unknown.
 	if src.intn(4) != 0 {
-		for _, e := range []Entry{{Op: OpNodeJoin, Node: "n0", RaftAddr: "h1:1", Addr: "h1:1", Version: MaxVersion}, {Op: OpSetVersion, Version: 2 + int64(src.intn(2))}} {
+		for _, e := range append([]Entry{{Op: OpNodeJoin, Node: "n0", RaftAddr: "h1:1", Addr: "h1:1", Version: MaxVersion}, {Op: OpSetVersion, Version: 2 + int64(src.intn(2))}}, notifyPrefix(src)...) {
 			g.index++
 			got, err := s.Apply(g.index, e, w)
 			if err != nil {

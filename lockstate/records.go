@@ -277,6 +277,8 @@ func (s *State) lookup(b []byte, key string) ([]byte, bool) {
 			return b, false
 		}
 		b = appendTomb(b, t)
+	case key == notifyKey:
+		return s.appendNotify(b)
 	case key == timeKey:
 		if s.time == 0 && s.wall == 0 {
 			return b, false
@@ -400,6 +402,9 @@ func (s *State) keys() []string {
 	}
 	for name := range s.tombs {
 		keys = append(keys, tombRecKey(name))
+	}
+	if s.notifyFlags != 0 {
+		keys = append(keys, notifyKey)
 	}
 	for id := range s.sessions {
 		keys = append(keys, sessionKey(id))

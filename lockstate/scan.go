@@ -103,6 +103,9 @@ type Scan struct {
 	Done    bool   // hash space is exhausted
 	Keys    bool   // a KEYS: sort the answer
 	found   []string
+	// legacy: a script's SCAN below cluster version 3, where an empty
+	// name matched every all-star pattern (see State.keyMatch).
+	legacy bool
 }
 
 // NewScan parses SCAN's arguments (a[0] is the name).
@@ -176,7 +179,7 @@ func (sc *Scan) Finish() reply.Value {
 		slices.Sort(names)
 	}
 	for _, n := range names {
-		if sc.Pattern == "" || glob.Match(sc.Pattern, n) {
+		if sc.Pattern == "" || glob.Match(sc.Pattern, n) || sc.legacy && n == "" && glob.AllStars(sc.Pattern) {
 			out = append(out, reply.BulkString(n))
 		}
 	}
@@ -195,6 +198,7 @@ func cmdScan(s *State, a [][]byte, now int64) reply.Value {
 	if err != nil {
 		return parseErr(err)
 	}
+	sc.legacy = s.Version() < 3 // see keyMatch
 	for !sc.Step(s, now) {
 	}
 	return sc.Finish()

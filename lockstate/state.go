@@ -23,6 +23,9 @@ type State struct {
 	// version is the cluster version (version.go); 0 until raised, which
 	// is version 1.
 	version int64
+	// notifyFlags is notify-keyspace-events, Redis's NOTIFY_* bits
+	// (notify.go); 0 = off.
+	notifyFlags int
 
 	sessions map[string]*session
 	perUser  map[string]int   // open sessions per user (a session's user)

@@ -124,13 +124,16 @@ func (s *State) set(p commands.Set, cmd string, now int64) reply.Value {
 		k = s.newKey(p.Key, kvString)
 	}
 	s.setString(k, p.Value)
+	s.notify(notifyString, "set", p.Key)
 	switch p.Expire {
 	case commands.SetKeepTTL:
 	case commands.SetNoExpire:
 		s.persist(k)
 	default:
+		s.notify(notifyGeneric, "expire", p.Key)
 		if deadline < now { // an absolute time in the past: set, and gone
 			s.deleteKey(k)
+			s.notify(notifyExpired, "expired", p.Key)
 			break
 		}
 		s.setDeadline(k, deadline)
@@ -195,17 +198,20 @@ func cmdGetEx(s *State, a [][]byte, now int64) reply.Value {
 		}
 		if when := s.fromUnix(p.Millis, now); when > now {
 			s.setDeadline(k, when)
+			s.notify(notifyGeneric, "expire", p.Key)
 		} else {
 			s.deleteKey(k)
+			s.notify(notifyGeneric, "del", p.Key)
 		}
 	case commands.SetEX, commands.SetPX:
 		if !s.relativeOK(p.Millis) {
 			return invalidExpire("getex")
 		}
 		s.setDeadline(k, ms.Add(now, p.Millis))
+		s.notify(notifyGeneric, "expire", p.Key)
 	default:
-		if p.Persist {
-			s.persist(k)
+		if p.Persist && s.persist(k) {
+			s.notify(notifyGeneric, "persist", p.Key)
 		}
 	}
 	return res
@@ -239,12 +245,14 @@ func cmdAppend(s *State, a [][]byte, now int64) reply.Value {
 	if k == nil {
 		k = s.newKey(string(a[1]), kvString)
 		s.setString(k, string(a[2]))
+		s.notify(notifyString, "append", k.name)
 		return reply.Int(int64(len(k.str)))
 	}
 	if errv, ok := checkLength(int64(len(k.str)), int64(len(a[2]))); !ok {
 		return errv
 	}
 	s.setString(k, k.str+string(a[2])) // keeps the TTL, as Redis does
+	s.notify(notifyString, "append", k.name)
 	return reply.Int(int64(len(k.str)))
 }
 
@@ -280,6 +288,7 @@ func cmdSetRange(s *State, a [][]byte, now int64) reply.Value {
 		k = s.newKey(p.Key, kvString)
 	}
 	s.setString(k, string(b))
+	s.notify(notifyString, "setrange", p.Key)
 	return reply.Int(int64(len(b)))
 }
 
@@ -319,6 +328,7 @@ func (s *State) incrBy(name string, by int64, now int64) reply.Value {
 		k = s.newKey(name, kvString)
 	}
 	s.setString(k, strconv.FormatInt(n, 10))
+	s.notify(notifyString, "incrby", name)
 	return reply.Int(n)
 }
 
@@ -357,6 +367,7 @@ func cmdIncrByFloat(s *State, a [][]byte, now int64) reply.Value {
 		k = s.newKey(string(a[1]), kvString)
 	}
 	s.setString(k, ldouble.Format(sum))
+	s.notify(notifyString, "incrbyfloat", k.name)
 	return reply.BulkString(k.str)
 }
 
@@ -369,6 +380,7 @@ func cmdGetDel(s *State, a [][]byte, now int64) reply.Value {
 		return reply.Null()
 	}
 	s.deleteKey(k)
+	s.notify(notifyGeneric, "del", k.name)
 	return reply.BulkString(k.str)
 }
 
@@ -394,6 +406,7 @@ func (s *State) msetAll(pairs [][2]string, now int64) {
 		}
 		s.setString(k, kv[1])
 		s.persist(k)
+		s.notify(notifyString, "set", kv[0])
 	}
 }
 
@@ -450,5 +463,6 @@ func delIf(s *State, name string, now int64, ok func(string) bool) reply.Value {
 		return reply.Int(0)
 	}
 	s.deleteKey(k)
+	s.notify(notifyGeneric, "del", name)
 	return reply.Int(1)
 }

@@ -18,6 +18,10 @@ package lockstate
 //	     TOUCH, RANDOMKEY and OBJECT inside scripts (wholekeys.go)
 //	   - transactions: OpMulti (entry version 6), keys' and locks' mod
 //	     indexes and tombstones for WATCH (mods.go)
+//	   - PSUBSCRIBE, PUNSUBSCRIBE and PUBSUB; notify-keyspace-events as
+//	     replicated state (an OpExec of CONFIG SET, notify.go) and the
+//	     keyspace notifications of every write; KEYS and SCAN in scripts
+//	     match an empty name as Redis does
 const MaxVersion = 3
 
 // incrStep is what INCR adds: 1 at every version this binary knows.

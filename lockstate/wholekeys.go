@@ -72,6 +72,8 @@ func cmdRename(s *State, a [][]byte, now int64) reply.Value {
 	ttl, deadline := k.ttl, k.timer.deadline
 	s.deleteKey(k)
 	s.created(n, ttl, deadline)
+	s.notify(notifyGeneric, "rename_from", src)
+	s.notify(notifyGeneric, "rename_to", dst)
 	if nx {
 		return reply.Int(1)
 	}
@@ -132,6 +134,7 @@ func cmdCopy(s *State, a [][]byte, now int64) reply.Value {
 		n.list = append([]string(nil), k.list...)
 	}
 	s.created(n, k.ttl, k.timer.deadline)
+	s.notify(notifyGeneric, "copy_to", p.Dst)
 	return reply.Int(1)
 }
 

@@ -66,6 +66,14 @@ func (s *Server) check(c *resp.Conn, u *acl.User, spec *commands.Spec, args [][]
 			return ErrNoPermChannel
 		}
 	}
+	if spec.Name == "psubscribe" {
+		for _, p := range args[1:] {
+			if !u.CanPattern(string(p)) {
+				s.aclLog.add(c, u.Name, "channel", string(p))
+				return ErrNoPermChannel
+			}
+		}
+	}
 	return nil
 }
 
@@ -150,7 +158,13 @@ func (s *Server) aclCmd(c *resp.Conn, args [][]byte) resp.Value {
 			rules = append([]string{"#" + hex.EncodeToString(s.auth.pass[:])}, rules...)
 		}
 		user, admin := s.actor(c)
-		return s.propose(c.Context(), lockstate.Entry{Op: lockstate.OpACLSetUser, Name: name, Args: rules, User: user, AsAdmin: admin})
+		res, err := s.submit(c.Context(), lockstate.Entry{Op: lockstate.OpACLSetUser, Name: name, Args: rules, User: user, AsAdmin: admin})
+		return answer(res, err, func(r lockstate.Result) resp.Value {
+			if r.Err != nil {
+				return errorReply(r.Err)
+			}
+			return resp.SimpleString("OK") // Redis's reply, where resultReply would say 0
+		})
 	case "deluser":
 		if !arity(1, false) {
 			break

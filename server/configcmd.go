@@ -7,9 +7,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fenced/fenced/commands"
 	"github.com/fenced/fenced/internal/glob"
+	"github.com/fenced/fenced/lockstate"
 	"github.com/fenced/fenced/resp"
 )
 
@@ -62,11 +64,16 @@ func configParams() map[string]configParam {
 		},
 		// Every write is in the Raft log, fsynced before it is answered:
 		// what Redis calls an append-only file synced always.
-		"appendonly":                 fixed("yes"),
-		"appendfsync":                fixed("always"),
-		"save":                       fixed(""),
-		"databases":                  fixed("1"),
-		"notify-keyspace-events":     fixed(""),
+		"appendonly":  fixed("yes"),
+		"appendfsync": fixed("always"),
+		"save":        fixed(""),
+		"databases":   fixed("1"),
+		// Replicated from cluster version 3 (configSet); below it, no
+		// flags can be set, and it reads "" as it always did.
+		"notify-keyspace-events": {get: func(s *Server) (v string) {
+			s.node.Local(func(st *lockstate.State) { v = st.NotifyKeyspaceEvents() })
+			return v
+		}},
 		"latency-monitor-threshold":  fixed("0"), // LATENCY: see latency.go
 		"timeout":                    {get: func(s *Server) string { return strconv.FormatInt(int64(s.cfg.IdleTimeout.Seconds()), 10) }},
 		"maxclients":                 {get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxConns) }},
@@ -129,7 +136,7 @@ func (s *Server) configCmd(c *resp.Conn, args [][]byte) resp.Value {
 	case sub == "GET" && len(args) >= 3:
 		return s.configGet(args[2:])
 	case sub == "SET" && len(args) >= 4 && len(args)%2 == 0:
-		return s.configSet(args[2:])
+		return s.configSet(c, args[2:])
 	case sub == "RESETSTAT" && len(args) == 2:
 		s.stats.reset()
 		return resp.SimpleString("OK")
@@ -139,7 +146,7 @@ func (s *Server) configCmd(c *resp.Conn, args [][]byte) resp.Value {
 		return helpReply(
 			"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"GET <pattern> [<pattern> ...]", "    Return the settings whose names match the glob patterns, with their values.",
-			"SET <name> <value> [<name> <value> ...]", "    Set settings: maxmemory (this node's, stamped into the entries it proposes as leader), maxmemory-policy (noeviction only), proto-max-bulk-len (this node's clients, from their next command), slowlog-log-slower-than, slowlog-max-len.",
+			"SET <name> <value> [<name> <value> ...]", "    Set settings: maxmemory (this node's, stamped into the entries it proposes as leader), maxmemory-policy (noeviction only), proto-max-bulk-len (this node's clients, from their next command), slowlog-log-slower-than, slowlog-max-len, notify-keyspace-events (the cluster's, replicated).",
 			"RESETSTAT", "    Reset the statistics INFO reports.",
 			"HELP", "    Print this help.",
 		)
@@ -169,11 +176,21 @@ func (s *Server) configGet(patterns [][]byte) resp.Value {
 }
 
 // configSet checks every pair before it changes anything, as Redis 7 does.
-func (s *Server) configSet(pairs [][]byte) resp.Value {
+// notify-keyspace-events is the cluster's, from cluster version 3: it is
+// proposed, and the node's own settings change only once it committed.
+func (s *Server) configSet(c *resp.Conn, pairs [][]byte) resp.Value {
 	params := configParams()
 	var applies []func()
+	notify := ""
+	var setNotify bool
 	for i := 0; i < len(pairs); i += 2 {
 		name, value := strings.ToLower(string(pairs[i])), string(pairs[i+1])
+		if name == lockstate.NotifyParam && s.clusterVersion(3) >= 3 {
+			if notify, setNotify = lockstate.NotifyValue(value); !setNotify {
+				return resp.Error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %s", name, lockstate.NotifyClassError))
+			}
+			continue
+		}
 		p, ok := params[name]
 		switch {
 		case !ok:
@@ -187,8 +204,33 @@ func (s *Server) configSet(pairs [][]byte) resp.Value {
 		}
 		applies = append(applies, apply)
 	}
+	if setNotify {
+		if v := s.setNotify(c, notify); v.IsError() {
+			return v
+		}
+	}
 	for _, apply := range applies {
 		apply()
+	}
+	return resp.SimpleString("OK")
+}
+
+// setNotify commits notify-keyspace-events = v (NotifyValue's spelling) and
+// waits, a second at most, until this node has applied it, so that the
+// client's next CONFIG GET here reads it (a follower applies the entry a
+// little after the leader answered).
+func (s *Server) setNotify(c *resp.Conn, v string) resp.Value {
+	e := s.execEntry(c, [][]byte{[]byte("CONFIG"), []byte("SET"), []byte(lockstate.NotifyParam), []byte(v)})
+	res, err := s.submit(c.Context(), e)
+	if r := answer(res, err, execReply); r.IsError() {
+		return r
+	}
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		var now string
+		s.node.Local(func(st *lockstate.State) { now = st.NotifySetting() })
+		if now == v {
+			break
+		}
 	}
 	return resp.SimpleString("OK")
 }

@@ -181,6 +181,7 @@ func (s *Server) client(c *resp.Conn, args [][]byte) resp.Value {
 // clientLine is a connection's line of CLIENT LIST and CLIENT INFO, with
 // Redis's field names and order, for the fields fenced has.
 func (s *Server) clientLine(c *resp.Conn) string {
+	chans, pats := s.pubsub.counts(c)
 	flags := "N"
 	if c.PubSub() {
 		flags = "P"
@@ -188,7 +189,7 @@ func (s *Server) clientLine(c *resp.Conn) string {
 	return "id=" + strconv.FormatInt(c.ID(), 10) + " addr=" + c.RemoteAddr() + " laddr=" + c.LocalAddr() +
 		" name=" + c.Name() + " age=" + strconv.FormatInt(int64(time.Since(c.Created())/time.Second), 10) +
 		" idle=" + strconv.FormatInt(int64(c.Idle()/time.Second), 10) + " flags=" + flags +
-		" db=0 sub=" + strconv.Itoa(s.pubsub.subscribed(c)) + " psub=0" +
+		" db=0 sub=" + strconv.Itoa(chans) + " psub=" + strconv.Itoa(pats) +
 		" omem=" + strconv.FormatInt(c.PendingOutput(), 10) + " user=" + s.userOf(c) + " resp=" + strconv.Itoa(c.Proto())
 }
 

@@ -87,6 +87,9 @@ func (s *Server) nativeHandlers() map[string]handlerFunc {
 		"watch":             s.watch,
 		"unwatch":           s.unwatch,
 		"raft.watch":        s.raftWatch,
+		"psubscribe":        s.psubscribe,
+		"punsubscribe":      s.punsubscribe,
+		"pubsub":            s.pubsubCmd,
 	}
 }
 
@@ -117,7 +120,7 @@ func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 	case err != nil:
 		v = errorReply(err)
 	case s.listening(c):
-		v = s.inSubscribedMode(c, spec.Name)
+		v = s.inSubscribedMode(c, spec.Name, args)
 		if v.Kind() == resp.KindInvalid {
 			v = s.cmds[spec.Name](c, args)
 		}
@@ -193,10 +196,11 @@ func (s *Server) listening(c *resp.Conn) bool {
 
 // starting reports whether a client's command must wait for this node to
 // settle, or get -LOADING: until then it could hand a lock to a wait of its
-// earlier process. Cluster administration (raft.*) still runs, so that
-// membership can be repaired meanwhile.
+// earlier process, and a command of a cluster version (PSUBSCRIBE) could
+// find a new cluster not yet moved to it. Cluster administration (raft.*)
+// still runs, so that membership can be repaired meanwhile.
 func (s *Server) starting(c *resp.Conn, spec *commands.Spec) bool {
-	return !s.start.settled.Load() && fromClient(c) && replicated(spec) && !strings.HasPrefix(spec.Name, "raft.")
+	return !s.start.settled.Load() && fromClient(c) && (replicated(spec) || spec.Version > 1) && !strings.HasPrefix(spec.Name, "raft.")
 }
 
 // cannotPersist is -MISCONF for a write while this node cannot persist (see

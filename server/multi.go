@@ -141,7 +141,7 @@ func (s *Server) inTransaction(c *resp.Conn, st *connState, spec *commands.Spec,
 		return errorReply(err), true
 	}
 	if s.listening(c) {
-		if v := s.inSubscribedMode(c, spec.Name); v.IsError() {
+		if v := s.inSubscribedMode(c, spec.Name, args); v.IsError() {
 			st.tx.failed, st.tx.queued, st.tx.bytes = true, nil, 0
 			return v, true
 		}
@@ -400,7 +400,7 @@ func (s *Server) exec(c *resp.Conn, _ [][]byte) resp.Value {
 			if len(q) == 3 && !v.IsError() && s.isCommand(q[0], "publish") {
 				// As PUBLISH alone: this node's receivers, now that its own
 				// apply has delivered the message.
-				v = resp.Int(s.pubsub.count(q[1]))
+				v = resp.Int(s.pubsub.receivers(q[1]))
 			}
 			out = append(out, v)
 			continue
@@ -430,12 +430,19 @@ func (s *Server) runQueued(c *resp.Conn, q []string) []resp.Value {
 	}
 	var out []resp.Value
 	collect := func(v resp.Value) error { out = append(out, v); return nil }
+	var with func(*resp.Conn, [][]byte, func(resp.Value) error) resp.Value
 	switch spec.Name {
 	case "subscribe":
-		s.subscribeWith(c, args, collect)
-		return out
+		with = s.subscribeWith
 	case "unsubscribe":
-		if v := s.unsubscribeWith(c, args, collect); v.Kind() != resp.KindPushed {
+		with = s.unsubscribeWith
+	case "psubscribe":
+		with = s.psubscribeWith
+	case "punsubscribe":
+		with = s.punsubscribeWith
+	}
+	if with != nil {
+		if v := with(c, args, collect); v.Kind() != resp.KindPushed {
 			out = append(out, v)
 		}
 		return out

@@ -95,10 +95,11 @@ func (s *Server) clusterVersion(want int64) int64 {
 // notYet is the server's side of the version gate: a write the cluster's
 // version does not have yet is unknown, as the state machine would answer
 // it, and is refused before it is proposed, so that a cluster still at an
-// older version never commits it; so is a connection command (MULTI),
-// which a binary without it would not know either. A read runs: the node
-// serves it from its own state, through no log. A follower that has not
-// yet applied the switch refuses for a moment longer than the leader.
+// older version never commits it. So is a connection command of a version
+// (MULTI, PSUBSCRIBE, PUBSUB), as a binary without it answers. A read
+// runs: the node serves it from its own state, through no log. A follower
+// that has not yet applied the switch refuses for a moment longer than the
+// leader.
 func (s *Server) notYet(spec *commands.Spec) bool {
 	return !spec.Has(commands.Read) && s.clusterVersion(spec.Version) < spec.Version
 }

@@ -12,6 +12,8 @@
 //     instead, scan_test.go; the lock latency during KEYS is make bench-keys
 //   - slow and idle clients: TestSlowSubscriberOutputLimit and the rest of
 //     connlimits_test.go
+//   - huge, many and slow-to-match patterns, malformed notify-keyspace-events:
+//     TestBadPatternInput (badpubsub_test.go)
 //   - a full or failing disk, a corrupt log tail: disk_test.go
 //   - RAFT.BACKUP by a non-admin or with arguments, a corrupt snapshot
 //     file, a restore into a non-empty directory: TestSnapshotRefusals
