@@ -78,7 +78,7 @@ const smallKey = 64
 type instrumenter struct {
 	chunk string // the chunk's name, for error messages
 	err   string
-	temp int // counter for hidden locals of multiple assignments
+	temp  int // counter for hidden locals of multiple assignments
 	// nodes counts the statements and expressions of the body being
 	// walked (innermost last), for its (step)(n).
 	nodes []int
