@@ -86,6 +86,7 @@ var groups = map[string]Cats{
 	"lpush": CatList, "rpush": CatList, "lpop": CatList, "llen": CatList, "blpop": CatList,
 	"eval": CatScripting, "evalsha": CatScripting, "script": CatScripting,
 	"eval_ro": CatScripting, "evalsha_ro": CatScripting,
+	"function": CatScripting, "fcall": CatScripting, "fcall_ro": CatScripting,
 	"publish": CatPubsub, "subscribe": CatPubsub, "unsubscribe": CatPubsub,
 	"raft.snapshot": CatAdmin, "raft.status": CatAdmin, "raft.hash": CatAdmin, "raft.backup": CatAdmin, "raft.join": CatAdmin,
 	"raft.remove": CatAdmin, "raft.transfer": CatAdmin, "raft.propose": CatAdmin, "raft.link": CatAdmin, "raft.user": CatAdmin,
@@ -103,6 +104,7 @@ var slow = map[string]bool{
 	"command": true, "client": true, "cluster": true, "acl": true, "flock": true, "blpop": true,
 	"scan": true, "raft.backup": true, "setex": true, "psetex": true, "setrange": true,
 	"eval_ro": true, "evalsha_ro": true,
+	"function": true, "fcall": true, "fcall_ro": true,
 }
 
 // adminSubs are subcommands that need the admin permission although their
@@ -168,7 +170,7 @@ func (s *Spec) PermOf(args [][]byte) Perm {
 // ones an ACL key pattern (~) must cover. args has passed Check.
 func (s *Spec) KeysOf(args [][]byte) [][]byte {
 	switch s.Name {
-	case "eval", "evalsha", "eval_ro", "evalsha_ro":
+	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
 		n, err := ParseInt(args[2])
 		if err != nil || n < 0 || n > int64(len(args)-3) {
 			return nil // the command itself refuses it

@@ -201,6 +201,12 @@ func New() *Table {
 		// log to cache it.
 		{"eval_ro", -3, Read},
 		{"evalsha_ro", -3, Read},
+		// Functions: FUNCTION's writes (LOAD, DELETE, FLUSH, RESTORE) go
+		// through the log, its reads (LIST, DUMP, STATS) and FCALL_RO are
+		// served as reads (server/functions.go).
+		{"function", -2, Write | Keyspace},
+		{"fcall", -3, Write | Ahead | Keyspace},
+		{"fcall_ro", -3, Read},
 		{"publish", 3, Write | Keyspace},
 		{"subscribe", -2, Conn},
 		{"unsubscribe", -1, Conn},
@@ -272,6 +278,7 @@ var sinceVersion = map[string]int64{
 	"setnx": 2, "setex": 2, "psetex": 2, "getset": 2, "getex": 2, "append": 2, "setrange": 2,
 	"incrby": 2, "incrbyfloat": 2, "decr": 2, "decrby": 2, "expiretime": 2, "pexpiretime": 2,
 	"eval_ro": 3, "evalsha_ro": 3,
+	"function": 3, "fcall": 3, "fcall_ro": 3,
 }
 
 // Lookup finds a command by name, case-insensitively.

@@ -334,7 +334,7 @@ func (e scriptEnv) Call(args []string) reply.Value {
 			return reply.Int(r.Int)
 		}
 		return reply.Null()
-	case "eval", "evalsha", "script", "eval_ro", "evalsha_ro":
+	case "eval", "evalsha", "script", "eval_ro", "evalsha_ro", "function", "fcall", "fcall_ro":
 		return reply.Error(script.ErrNotAllowed)
 	}
 	if h := readHandler(spec.Name); h != nil {
