@@ -187,7 +187,7 @@ func functionHelp() reply.Value {
 		"      libraries with the new libraries (notice that even on this option there is a chance of failure",
 		"      in case of functions name collision with another library).",
 		"HELP",
-		"    Print this help.",
+		"    Prints this help.",
 	}
 	out := make([]reply.Value, len(lines))
 	for i, l := range lines {
