@@ -107,6 +107,10 @@ func TestLoadLibraryBounds(t *testing.T) {
 	if _, msg := loadLib(t, big); !strings.Contains(msg, "at most 1 MiB") {
 		t.Errorf("20 descriptions of 128 KiB: %q", msg)
 	}
+	huge := "#!lua name=l\nredis.register_function('f', function() end)\n--" + strings.Repeat("x", DefaultMaxSource)
+	if _, msg := loadLib(t, huge); msg != ErrTooLarge {
+		t.Errorf("a body past MaxSource: %q", msg)
+	}
 }
 
 // FCALL: the function gets (keys, args), sees EVAL's globals but not KEYS

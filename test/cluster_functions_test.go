@@ -47,6 +47,11 @@ func TestClusterFunctions(t *testing.T) {
 	if _, err := do(tctx(t), fc, "FCALL_RO", "incr", "1", "ctr", "1"); err == nil || !strings.Contains(err.Error(), "Can not execute a script with write flag using *_ro command.") {
 		t.Fatalf("FCALL_RO of a writing function through a follower: %v", err)
 	}
+	// A library that loops at load stops at the step limit: the same
+	// refusal on every replica (the hashes below agree).
+	if _, err := do(tctx(t), fc, "FUNCTION", "LOAD", "#!lua name=loop\nwhile 1 do end"); err == nil || err.Error() != "ERR Error registering functions: ERR FUNCTION LOAD timeout" {
+		t.Fatalf("a library that loops at load: %v", err)
+	}
 	// math.random draws from the entry's index: one answer, the same state
 	// everywhere.
 	mustInt(t, fc, "FCALL", "draw", "0")
