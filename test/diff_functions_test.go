@@ -204,6 +204,8 @@ func dfSteps() []dfStep {
 		[]string{"FCALL_RO", "ro", "x"}, []string{"FCALL_RO", "ro", "2", "rk"}, []string{"FCALL_RO", "nope", "x"},
 		[]string{"FUNCTION", "STATS"})
 	add(dfList, []string{"FUNCTION", "LIST", "LIBRARYNAME", "flags"})
+	ex(load(roLib("test", "test", "return redis.call('set', 'x', '1')")), []string{"FCALL_RO", "test", "0"},
+		load(roLib("test", "test", "return redis.call('get', 'rk')")), []string{"FCALL_RO", "test", "0"})
 
 	// At maxmemory: loads, restores and writing functions are refused,
 	// no-writes and allow-oom functions run, deletes work.
