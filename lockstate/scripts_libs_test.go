@@ -79,7 +79,7 @@ func TestScriptFlags(t *testing.T) {
 	wantReply(t, "ro write flag", c.exec(t, "EVAL_RO", wr, "0"), reply.Error("ERR Can not execute a script with write flag using *_ro command."))
 	wantReply(t, "ro no-writes", c.exec(t, "EVAL_RO", "#!lua flags=no-writes\nreturn 2", "0"), reply.Int(2))
 	for src, want := range map[string]string{
-		"#!lua name=x\nreturn 1":           "ERR Unknown lua shebang option: name=x",
+		"#!lua name=x\nreturn 1":            "ERR Unknown lua shebang option: name=x",
 		"#!lua flags=no-writes,bad\nreturn": "ERR Unexpected flag in script shebang: bad",
 		"#!py\nreturn 1":                    "ERR Unexpected engine in script shebang: #!py",
 		"#!lua flags=\"x\nreturn 1":         "ERR Invalid engine in script shebang",
@@ -130,7 +130,6 @@ func TestEvalROOutsideLog(t *testing.T) {
 	c := newExecCheckAt(3)
 	wantReply(t, "set", c.exec(t, "SET", "k", "v"), reply.OK())
 	src := "return {redis.call('get', KEYS[1]), cjson.encode({ARGV[1]}), redis.pcall('del', KEYS[1])}"
-	before := c.s.Hash()
 	if _, ok := c.s.EvalRO([]string{"EVAL_RO", src, "1", "k", "a"}, "", 1); ok {
 		t.Fatal("an uncached EVAL_RO ran outside the log")
 	}
@@ -140,7 +139,7 @@ func TestEvalROOutsideLog(t *testing.T) {
 	if c.s.scripts[script.SHA1(src)] == nil {
 		t.Fatal("EVAL_RO through the log did not cache its script")
 	}
-	before = c.s.Hash()
+	before := c.s.Hash()
 	for _, args := range [][]string{{"EVAL_RO", src, "1", "k", "a"}, {"EVALSHA_RO", script.SHA1(src), "1", "k", "a"}, {"evalsha_ro", strings.ToUpper(script.SHA1(src)), "1", "k", "a"}} {
 		got, ok := c.s.EvalRO(args, "", c.time)
 		if !ok {

@@ -102,16 +102,11 @@ var ErrScriptNoPerm = reply.NewErr("NOPERM", "The user executing the script can'
 // ErrScriptNoKeyPerm refuses a redis.call on a key the user may not access.
 var ErrScriptNoKeyPerm = reply.NewErr("NOPERM", "The user executing the script can't access at least one of the keys mentioned in the command")
 
-// permitted checks a command a script of the entry's user calls, as the
-// server checks the commands a client sends: every key a script touches is
-// held to the user's key patterns, whatever KEYS it declared. The default
-// user without a record may do anything.
-func (s *State) permitted(spec *commands.Spec, args [][]byte) error {
-	return s.permittedAs(s.user, spec, args)
-}
-
-// permittedAs is permitted for user ("" = default): a read-only script run
-// outside the log acts for its connection's user, not the last entry's.
+// permittedAs checks a command a script of user ("" = default) calls, as
+// the server checks the commands a client sends: every key a script
+// touches is held to the user's key patterns, whatever KEYS it declared.
+// The default user without a record may do anything. The user is the
+// entry's, or for a read-only script run outside the log its connection's.
 func (s *State) permittedAs(user string, spec *commands.Spec, args [][]byte) error {
 	name := user
 	if name == "" {

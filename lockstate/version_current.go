@@ -10,8 +10,12 @@ package lockstate
 //	   EXPIRETIME and PEXPIRETIME inside scripts (commands.Spec.Version);
 //	   LPOP key count extra answers the arity error (a syntax error at 1)
 //	3  Redis 7.0's commands beyond strings (commands.Spec.Version lists
-//	   them); Functions: FUNCTION, FCALL, FCALL_RO and the f/<library>
-//	   records (functions.go)
+//	   them)
+//	   Lua: scripts see cjson, cmsgpack, bit and struct; the shebang is
+//	   parsed as Redis 7 does and its flags act (no-writes, allow-oom);
+//	   EVAL_RO and EVALSHA_RO (script.LibsVersion);
+//	   Functions: FUNCTION, FCALL, FCALL_RO and the f/<library> records
+//	   (functions.go)
 const MaxVersion = 3
 
 // incrStep is what INCR adds: 1 at every version this binary knows.

@@ -78,16 +78,13 @@ func (r *runner) openBit() *lua.LTable {
 			}
 			digits := "0123456789abcdef"
 			if n < 0 {
-				// -INT_MIN stays negative in C and Redis then asks for
-				// 2^64-2^31 bytes; here it is the empty string.
 				n = -n
 				digits = "0123456789ABCDEF"
 			}
-			if n > 8 {
+			// -INT_MIN overflows; the compiler Redis is built with takes
+			// the negation as positive, so it becomes 8 too.
+			if n > 8 || n < 0 {
 				n = 8
-			}
-			if n < 0 {
-				n = 0
 			}
 			buf := make([]byte, n)
 			for i := n - 1; i >= 0; i-- {

@@ -23,8 +23,8 @@ import (
 //     the same on every replica, but not always Redis's order for an
 //     object of several keys.
 //
-// Work is charged as it is done: a step per value encoded or decoded (one
-// per 16 through the meter), and the bytes of the output and input. Depth
+// Work is charged as it is done: a step per value encoded or decoded, one
+// per 16 keys scanned, and one per 16 bytes of output and input. Depth
 // is bounded as in Redis (1000 levels by default) and by Lua's C stack
 // (8000 slots: LUAI_MAXCSTACK), which Redis's lua_checkstack calls
 // enforce; the same bound keeps the recursion here shallow.
@@ -245,7 +245,7 @@ func (r *runner) jsonEncode(L *lua.LState, cfg *jsonConfig) int {
 // Lua's C stack Redis's encoder holds at this point (the argument, and a
 // key and value per object level or a value per array level above).
 func (e *jsonEncoder) value(v lua.LValue, depth, slots int) {
-	e.m.tick()
+	e.r.charge(e.L, 1)
 	switch x := v.(type) {
 	case lua.LString:
 		e.str(string(x))
@@ -668,7 +668,7 @@ func (p *jsonParser) descend(stack, slots int) {
 // value converts the token (and, for [ and {, what follows) to a Lua
 // value; stack is what Redis's parser holds on Lua's C stack meanwhile.
 func (p *jsonParser) value(tok *jsonToken, stack int) lua.LValue {
-	p.m.tick()
+	p.r.charge(p.L, 1)
 	switch tok.typ {
 	case tString:
 		return lua.LString(tok.str)

@@ -18,8 +18,8 @@ import (
 //
 // Nothing is allocated from a count read in the input before the data is
 // there: a header that promises 2^32 elements costs nothing until they
-// come. Each value packed or unpacked costs a step (one per 16), and the
-// bytes a step per 16.
+// come. Each value packed or unpacked costs a step, each key counted one
+// per 16, and the bytes a step per 16.
 
 const msgpackMaxNesting = 16
 
@@ -64,7 +64,7 @@ func (r *runner) mpPack(L *lua.LState) int {
 }
 
 func (e *mpEncoder) value(v lua.LValue, level int) {
-	e.m.tick()
+	e.r.charge(e.L, 1)
 	switch x := v.(type) {
 	case lua.LString:
 		e.r.chargeBytes(e.L, len(x)) // before it is copied
@@ -247,7 +247,7 @@ func (d *mpDecoder) value(stack int) lua.LValue {
 		return lua.LNil
 	}
 	d.checkStack(stack, "too many return values at once; use unpack_one or unpack_limit instead.")
-	d.m.tick()
+	d.r.charge(d.L, 1)
 	c := d.data[d.pos]
 	num := func(size int, f float64) lua.LValue {
 		if !d.need(uint64(size)) {

@@ -14,8 +14,8 @@ import (
 // becomes an integer as x86-64's C casts do (a negative one through long,
 // one past 2^64 or NaN as the unsigned cast gives), and integers of 9 to 32
 // bytes behave as the C code's 64-bit arithmetic makes them. The format is
-// read as a C string (up to a NUL). Work is a step per 16 bytes of format
-// and of data.
+// read as a C string (up to a NUL). Work is a step per option of the
+// format and per 16 bytes of data.
 
 const (
 	structMaxIntSize = 32
@@ -138,7 +138,7 @@ func (r *runner) structPack(L *lua.LState) int {
 	var b []byte
 	total := uint64(0)
 	for i := 0; i < len(f); {
-		r.chargeBytes(L, 1)
+		r.charge(L, 1) // an option
 		opt := f[i]
 		i++
 		size := r.structOptSize(L, opt, f, &i)
@@ -231,7 +231,7 @@ func (r *runner) structUnpack(L *lua.LState) int {
 	base := L.GetTop()
 	var out []lua.LValue
 	for i := 0; i < len(f); {
-		r.chargeBytes(L, 1)
+		r.charge(L, 1) // an option
 		opt := f[i]
 		i++
 		size := uint64(r.structOptSize(L, opt, f, &i))
@@ -312,7 +312,7 @@ func (r *runner) structSize(L *lua.LState) int {
 	h := structHeader{little: true, align: 1}
 	pos := uint64(0)
 	for i := 0; i < len(f); {
-		r.chargeBytes(L, 1)
+		r.charge(L, 1) // an option
 		opt := f[i]
 		i++
 		size := r.structOptSize(L, opt, f, &i)

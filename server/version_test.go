@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/lockstate"
+	"github.com/fenced/fenced/script"
 )
 
 // A new node moves to the newest cluster version before it settles, so
@@ -71,6 +72,36 @@ func TestVersionOneRefusedUpFront(t *testing.T) {
 	}
 	if after, _ := s.node.StateHash(); after == before {
 		t.Error("the applied index did not move for a SET: the check above proves nothing")
+	}
+}
+
+// At cluster version 2 (a member on a binary without version 3) EVAL_RO
+// and EVALSHA_RO are unknown, before anything runs, and a script sees no
+// cjson; a node that raises the version to 3 serves them.
+func TestVersionTwoNoLuaLibraries(t *testing.T) {
+	s := startServerWith(t, func(c *Config) { c.State.MaxVersion = 2 })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := newClient(t, s, 3)
+	for _, args := range [][]any{{"EVAL_RO", "return 1", "0"}, {"evalsha_ro", "abc", "0"}} {
+		want := "ERR unknown command '" + args[0].(string) + "', with args beginning with: '" + args[1].(string) + "' '0' "
+		if err := c.Do(ctx, args...).Err(); err == nil || err.Error() != want {
+			t.Errorf("%v at version 2: %v, want %q", args, err, want)
+		}
+	}
+	src := "return type(cjson)"
+	want := "ERR user_script:1: Script attempted to access nonexistent global variable 'cjson' script: " + script.SHA1(src) + ", on @user_script:1."
+	if err := c.Do(ctx, "EVAL", src, "0").Err(); err == nil || err.Error() != want {
+		t.Errorf("cjson at version 2: %v, want %q", err, want)
+	}
+
+	s3 := startServerWith(t, nil)
+	c3 := newClient(t, s3, 3)
+	if got, err := c3.Do(ctx, "EVAL_RO", src, "0").Text(); err != nil || got != "table" {
+		t.Errorf("EVAL_RO at version 3: %v %v", got, err)
+	}
+	if got, err := c3.Do(ctx, "EVALSHA_RO", script.SHA1(src), "0").Text(); err != nil || got != "table" {
+		t.Errorf("EVALSHA_RO at version 3: %v %v", got, err)
 	}
 }
 

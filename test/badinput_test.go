@@ -628,6 +628,65 @@ func TestBadStringInput(t *testing.T) {
 	expect("PONG", "PING")
 }
 
+// TestBadLuaLibraries attacks Redis 7's script libraries (cluster version
+// 3, which a new node raises before it serves): nesting past every limit,
+// numbers past every range, bytes that are not UTF-8, NaN and Inf, and
+// inputs that promise more than they hold. Each answers Redis's error or
+// a value, within the step budget, and the node keeps serving.
+func TestBadLuaLibraries(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOpts{})
+	c := n.soloClient(t)
+	ctx := tctx(t)
+	eval := func(src string, args ...any) (any, error) {
+		return do(ctx, c, append([]any{"EVAL", src, "0"}, args...)...)
+	}
+	for _, tc := range []struct {
+		src   string
+		arg   string
+		want  string // a prefix of the reply or of the error
+		isErr bool
+	}{
+		{"return cjson.decode(ARGV[1])", strings.Repeat("[", 100000), "ERR user_script:1: Found too many nested data structures (1001) at character 1001", true},
+		{"cjson.decode_max_depth(2^31-1) return cjson.decode(ARGV[1])", strings.Repeat("[", 100000), "ERR user_script:1: Found too many nested data structures (7999)", true},
+		{"cjson.decode_max_depth(2^31-1) return cjson.decode(ARGV[1])", strings.Repeat(`{"a":`, 100000), "ERR user_script:1: Found too many nested data structures (4000)", true},
+		{"local t = {} t[1] = t return cjson.encode(t)", "", "ERR user_script:1: Cannot serialise, excessive nesting (1001)", true},
+		{"cjson.encode_max_depth(2^31-1) local t = {} t[1] = t return cjson.encode(t)", "", "ERR user_script:1: Cannot serialise, excessive nesting (7998)", true},
+		{"return tostring(cjson.decode(ARGV[1]))", "1e99999999999999999999", "inf", false},
+		{"return tostring(cjson.decode(ARGV[1]))", "-" + strings.Repeat("9", 100000), "-inf", false},
+		{"return cjson.encode(cjson.decode(ARGV[1]))", "\"\xff\xfe\xc3\x28\"", "\"\xff\xfe\xc3(\"", false},
+		{"return cjson.encode(0/0)", "", "ERR user_script:1: Cannot serialise number: must not be NaN or Inf", true},
+		{"return cjson.encode({1/0})", "", "ERR user_script:1: Cannot serialise number: must not be NaN or Inf", true},
+		{"local t = {} t[2^40] = 1 return cjson.encode(t)", "", "{\"1099511627776\":1}", false},
+		{"return cmsgpack.unpack(ARGV[1])", strings.Repeat("\x91", 100000), "ERR user_script:1: stack overflow (in function mp_decode_to_lua_array)", true},
+		{"return #{cmsgpack.unpack(ARGV[1])}", strings.Repeat("\x01", 100000), "ERR user_script:1: stack overflow (too many return values", true},
+		{"return cmsgpack.unpack(ARGV[1])", "\xdd\xff\xff\xff\xff", "ERR user_script:1: Missing bytes in input.", true},
+		{"return cmsgpack.unpack(ARGV[1])", "\xdb\xff\xff\xff\xffab", "ERR user_script:1: Missing bytes in input.", true},
+		{"return cmsgpack.unpack(ARGV[1])", "\x81\xcb\x7f\xf8\x00\x00\x00\x00\x00\x00\x01", "ERR table index is NaN", true},
+		{"return #cmsgpack.unpack(ARGV[1])", "\x81\xcb\x41\x8f\xff\xff\xfc\x00\x00\x00\x01", "0", false}, // t[67108863] = 1: no array padded to it
+		{"return cjson.encode(string.rep('\\1', 2^24))", "", "ERR script exceeded its work limit", true},
+		{"local s = string.rep('[', 3e5) return cjson.decode(s)", "", "ERR user_script:1: Found too many nested data structures (1001)", true},
+		{"return struct.pack(ARGV[1], 1)", "i99999999999", "ERR user_script:1: integral size overflow", true},
+		{"return struct.pack('c' .. 2^30, 'x')", "", "ERR user_script:1: bad argument #3 to 'pack' (string too short)", true},
+		{"return struct.unpack('c0', ARGV[1])", "\x05", "ERR user_script:1: format 'c0' needs a previous size", true},
+		{"return struct.unpack('bc0', ARGV[1])", "\x7f", "ERR user_script:1: bad argument #2 to 'unpack' (data string too short)", true},
+		{"return {bit.tobit(0/0), bit.tobit(1/0), bit.tobit(2^64), bit.tohex(1, -2^31)}", "", "[0 0 0 00000001]", false},
+		{"return redis.call('blpop', 'l', 0)", "", "ERR This Redis command is not allowed from script script:", true},
+	} {
+		got, err := eval(tc.src, tc.arg)
+		s := fmt.Sprint(got)
+		if err != nil {
+			s = err.Error()
+		}
+		if (err != nil) != tc.isErr || !strings.HasPrefix(s, tc.want) {
+			t.Errorf("%.60q on %.40q = %.200q, want %q", tc.src, tc.arg, s, tc.want)
+		}
+	}
+	if got, err := do(ctx, c, "PING"); err != nil || got != "PONG" {
+		t.Fatalf("PING after the attacks: %v %v", got, err)
+	}
+}
+
 // TestBadFunctionInput: Redis 7's Functions under hostile input. Libraries
 // past fenced's bounds (4,096 functions, 1 MiB of names and descriptions;
 // the engine's 1 MiB of code is past what an argument may be) are refused; a library that loops or recurses at load stops

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/resp"
+	"github.com/fenced/fenced/script"
 )
 
 // The differential test of the lock scripts: every lock script the libraries
@@ -299,4 +300,128 @@ func scriptSHA(t *testing.T, d *diffConn, src string) string {
 		t.Fatalf("SCRIPT LOAD: fenced %s, redis %s", f, r)
 	}
 	return strings.TrimSuffix(strings.TrimPrefix(f, `bulk:"`), `"`)
+}
+
+// TestDiffLuaLibraries runs Redis 7's script libraries, the redis.*
+// functions, shebang flags and EVAL_RO/EVALSHA_RO on fenced (at cluster
+// version 3, which a new node raises) and on redis-server, over RESP2 and
+// RESP3: every case of script/testdata/libs.lua as EVAL <case> 0 after a
+// SCRIPT FLUSH (cjson's settings last until then in Redis), then the
+// command sequences of diffLuaSeqs; every reply must be identical.
+func TestDiffLuaLibraries(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/usr/bin/redis-server"); err != nil {
+		compatSkip(t, "no redis-server to compare with (apt-get install redis-server)")
+	}
+	b, err := os.ReadFile("../script/testdata/libs.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases [][2]string
+	for _, block := range strings.Split(string(b), "\n-- case: ")[1:] {
+		name, src, _ := strings.Cut(block, "\n")
+		cases = append(cases, [2]string{name, strings.TrimSuffix(src, "\n")})
+	}
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
+			t.Parallel()
+			rd := startRedisServer(t)
+			fd := startNode(t, nodeOpts{})
+			d := dialDiff(t, fd.addr, rd.leader, proto)
+			n := 0
+			for _, c := range cases {
+				d.same(c[0], "SCRIPT", "FLUSH")
+				d.same(c[0], "EVAL", c[1], "0")
+				n++
+			}
+			for i, seq := range diffLuaSeqs {
+				d.same("seq", "SCRIPT", "FLUSH")
+				d.same("seq", "DEL", "lk", "lh", "ll")
+				for _, args := range seq {
+					d.same(fmt.Sprintf("seq %d", i), args...)
+					n++
+				}
+			}
+			t.Logf("%d cases, %d calls on each server", n, d.calls)
+		})
+	}
+}
+
+const (
+	roGet   = "return redis.call('get', KEYS[1])"
+	roSet   = "return redis.call('set', KEYS[1], 'x')"
+	roPSet  = "return redis.pcall('set', KEYS[1], 'x')"
+	nwGet   = "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])"
+	nwSet   = "#!lua flags=no-writes\nreturn redis.call('set', KEYS[1], 'y')"
+	nwPSet  = "#!lua flags=no-writes,allow-oom\nreturn redis.pcall('del', KEYS[1])"
+	wFlag   = "#!lua\nreturn redis.call('set', KEYS[1], 'z')"
+	allFlag = "#!lua flags=no-writes,allow-oom,no-cluster,allow-cross-slot-keys,allow-stale\nreturn redis.call('get', KEYS[1])"
+	resp3   = "redis.setresp(3) local m = redis.call('hgetall', KEYS[1]) local out = {} for k, v in pairs(m.map) do out[#out + 1] = k .. '=' .. v end table.sort(out) return {out, tostring(redis.call('get', 'nokey') == nil)}"
+	resp2   = "local m = redis.call('hgetall', KEYS[1]) return {m, redis.call('get', 'nokey')}"
+)
+
+// diffLuaSeqs are command sequences about flags and read-only scripts.
+var diffLuaSeqs = [][][]string{
+	{
+		{"SET", "lk", "v"},
+		{"EVALSHA_RO", script.SHA1(roGet), "1", "lk"},
+		{"EVAL_RO", roGet, "1", "lk"},
+		{"SCRIPT", "EXISTS", script.SHA1(roGet)},
+		{"EVALSHA_RO", script.SHA1(roGet), "1", "lk"},
+		{"EVALSHA_RO", strings.ToUpper(script.SHA1(roGet)), "1", "lk"},
+		{"EVALSHA", script.SHA1(roGet), "1", "lk"},
+		{"EVAL_RO", roSet, "1", "lk"},
+		{"EVAL_RO", roPSet, "1", "lk"},
+		{"EVALSHA_RO", script.SHA1(roSet), "1", "lk"},
+		{"GET", "lk"},
+		{"EVAL_RO", roGet, "-1"},
+		{"EVAL_RO", roGet, "2", "lk"},
+		{"EVAL_RO", roGet},
+		{"EVALSHA_RO", "nosuch", "0"},
+	},
+	{
+		{"SET", "lk", "v"},
+		{"EVAL", nwGet, "1", "lk"},
+		{"EVAL", nwSet, "1", "lk"},
+		{"EVAL", nwPSet, "1", "lk"},
+		{"EVAL_RO", nwGet, "1", "lk"},
+		{"EVAL_RO", wFlag, "1", "lk"},
+		{"EVAL", wFlag, "1", "lk"},
+		{"EVAL", allFlag, "1", "lk"},
+		{"EVAL_RO", allFlag, "1", "lk"},
+		{"GET", "lk"},
+		{"SCRIPT", "LOAD", nwSet},
+		{"EVALSHA", script.SHA1(nwSet), "1", "lk"},
+		{"EVALSHA_RO", script.SHA1(nwSet), "1", "lk"},
+		{"SCRIPT", "LOAD", wFlag},
+		{"EVALSHA_RO", script.SHA1(wFlag), "1", "lk"},
+	},
+	{
+		{"EVAL", "#!lua name=x\nreturn 1", "0"},
+		{"EVAL", "#!lua flags=no-writes,nope\nreturn 1", "0"},
+		{"EVAL", "#!lua flags=\nreturn 1", "0"},
+		{"EVAL", "#!lua  flags=no-writes  \nreturn 1", "0"},
+		{"EVAL", "#!lua flags=\"no-writes\"\nreturn 1", "0"},
+		{"EVAL", "#!lua flags=\"no-writes\nreturn 1", "0"},
+		{"EVAL", "#!perl\nreturn 1", "0"},
+		{"EVAL", "#!lua", "0"},
+		{"EVAL", "#!lua\nreturn 1 +", "0"},
+		{"SCRIPT", "LOAD", "#!lua flags=bad\nreturn 1"},
+		{"EVAL_RO", "#!lua flags=bad\nreturn 1", "0"},
+	},
+	{
+		{"HSET", "lh", "f1", "v1", "f2", "v2"},
+		{"EVAL", resp3, "1", "lh"},
+		{"EVAL", resp2, "1", "lh"},
+		{"EVAL_RO", resp3, "1", "lh"},
+		{"EVAL", "redis.setresp(3) return redis.call('hgetall', KEYS[1]).map.f1", "1", "lh"},
+		{"EVAL", "redis.setresp(3) return redis.call('get', 'nokey')", "0"},
+		{"EVAL", "return redis.pcall('blpop', 'll', '0')", "0"},
+		{"EVAL_RO", "return redis.pcall('blpop', 'll', '0')", "0"},
+		{"EVAL", "return redis.call('eval_ro', 'return 1', '0')", "0"},
+		{"EVAL", "return redis.pcall('evalsha_ro', 'x', '0')", "0"},
+		{"EVAL_RO", "return redis.pcall('publish', 'ch', 'm')", "0"},
+		{"EVAL", "return {redis.sha1hex(KEYS[1]), cjson.encode({KEYS[1]}), bit.band(#KEYS[1], 3), struct.pack('>H', #KEYS[1])}", "1", "lh"},
+		{"EVAL_RO", "return cmsgpack.unpack(cmsgpack.pack(redis.call('hget', KEYS[1], 'f1')))", "1", "lh"},
+	},
 }

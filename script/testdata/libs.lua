@@ -271,6 +271,8 @@ return bit.band(1, "x")
 return bit.tobit()
 -- case: bit_zero_string
 return bit.tobit("0")
+-- case: bit_tohex_int_min
+return {bit.tohex(1, -2^31), bit.tohex(-1, 2^31)}
 -- case: bit_tohex_nil
 return bit.tohex(1, nil)
 -- case: struct_pack_ints
@@ -362,13 +364,13 @@ return redis.replicate_commands()
 -- case: redis_breakpoint_debug
 return {redis.breakpoint(), redis.debug('x')}
 -- case: redis_setresp
-redis.setresp(3) return redis.call('ping')
+redis.setresp(3) redis.setresp(2) return redis.setresp(3)
 -- case: redis_setresp_bad
 return redis.setresp(4)
 -- case: redis_setresp_noarg
 return redis.setresp()
 -- case: env_redis_setresp_get_missing
-redis.setresp(3) local v = redis.call('get', 'no-such-key-lua-libs') return {v == nil, type(v)}
+redis.setresp(3) local v = redis.call('get', 'no-such-key-lua-libs') return {tostring(v == nil), type(v)}
 -- case: env_redis_resp2_get_missing
 local v = redis.call('get', 'no-such-key-lua-libs') return {v == false, type(v)}
 -- case: redis_version_type
