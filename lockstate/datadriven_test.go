@@ -412,8 +412,8 @@ func fmtMember(m Member) string {
 	return s
 }
 
-// scenarioArg is a command's argument as a scenario writes it: '' is an
-// empty argument, and a Go-quoted one ("#!lua\x20name=l\n...") may hold
+// scenarioArg is a command's argument as a scenario writes it: two single
+// quotes are an empty argument, and a Go-quoted one ("#!lua\x20name=l\n...") may hold
 // spaces and newlines.
 func scenarioArg(a string) string {
 	if a == "''" {
