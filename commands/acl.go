@@ -89,6 +89,7 @@ var groups = map[string]Cats{
 	"lpush": CatList, "rpush": CatList, "lpop": CatList, "llen": CatList, "blpop": CatList,
 	"eval": CatScripting, "evalsha": CatScripting, "script": CatScripting,
 	"eval_ro": CatScripting, "evalsha_ro": CatScripting,
+	"function": CatScripting, "fcall": CatScripting, "fcall_ro": CatScripting,
 	"publish": CatPubsub, "subscribe": CatPubsub, "unsubscribe": CatPubsub,
 	"psubscribe": CatPubsub, "punsubscribe": CatPubsub, "pubsub": CatPubsub,
 	"raft.snapshot": CatAdmin, "raft.status": CatAdmin, "raft.hash": CatAdmin, "raft.backup": CatAdmin, "raft.join": CatAdmin,
@@ -112,6 +113,7 @@ var slow = map[string]bool{
 	"rename": true, "copy": true, "flushall": true, "flushdb": true, "randomkey": true, "object": true,
 	"exec":       true,
 	"psubscribe": true, "punsubscribe": true, "pubsub": true,
+	"function": true, "fcall": true, "fcall_ro": true,
 }
 
 // dangerous are Redis's @dangerous commands that need no admin permission
@@ -188,7 +190,7 @@ func (s *Spec) PermOf(args [][]byte) Perm {
 // ones an ACL key pattern (~) must cover. args has passed Check.
 func (s *Spec) KeysOf(args [][]byte) [][]byte {
 	switch s.Name {
-	case "eval", "evalsha", "eval_ro", "evalsha_ro":
+	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
 		n, err := ParseInt(args[2])
 		if err != nil || n < 0 || n > int64(len(args)-3) {
 			return nil // the command itself refuses it

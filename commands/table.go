@@ -212,6 +212,12 @@ func New() *Table {
 		// log to cache it.
 		{"eval_ro", -3, Read},
 		{"evalsha_ro", -3, Read},
+		// Functions: FUNCTION's writes (LOAD, DELETE, FLUSH, RESTORE) go
+		// through the log, its reads (LIST, DUMP, STATS) and FCALL_RO are
+		// served as reads (server/functions.go).
+		{"function", -2, Write | Keyspace},
+		{"fcall", -3, Write | Ahead | Keyspace},
+		{"fcall_ro", -3, Read},
 		{"publish", 3, Write | Keyspace},
 		{"subscribe", -2, Conn},
 		{"unsubscribe", -1, Conn},
@@ -299,6 +305,7 @@ var sinceVersion = map[string]int64{
 	"touch": 3, "randomkey": 3, "object": 3,
 	"multi": 3, "exec": 3, "discard": 3, "watch": 3, "unwatch": 3, "raft.watch": 3,
 	"psubscribe": 3, "punsubscribe": 3, "pubsub": 3,
+	"function": 3, "fcall": 3, "fcall_ro": 3,
 }
 
 // Lookup finds a command by name, case-insensitively.

@@ -2,6 +2,7 @@ package lockstate
 
 import (
 	"fmt"
+	"github.com/fenced/fenced/reply"
 	"github.com/fenced/fenced/resp"
 	"strconv"
 	"strings"
@@ -153,13 +154,19 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
 			var cmd []string
 			for _, a := range strings.Fields(line) {
-				if a == "''" {
-					a = ""
-				}
-				cmd = append(cmd, a)
+				cmd = append(cmd, scenarioArg(a))
 			}
 			before := h.s.Hash()
-			fmt.Fprintf(&b, "%s: %s\n", line, resp.FromReply(h.s.Exec(cmd, now)))
+			var rep reply.Value
+			switch strings.ToLower(cmd[0]) {
+			case "function": // FUNCTION's reads, as the server serves them
+				rep = h.s.FunctionRead(cmd)
+			case "fcall_ro":
+				rep = h.s.FcallRO(cmd, "", now)
+			default:
+				rep = h.s.Exec(cmd, now)
+			}
+			fmt.Fprintf(&b, "%s: %s\n", line, resp.FromReply(rep))
 			if h.s.Hash() != before {
 				return "", fmt.Errorf("Exec(%q) changed the state", line)
 			}
@@ -287,10 +294,7 @@ func (h *harness) apply(b *strings.Builder, line string) error {
 			// The rest of the line is the command; '' is an empty argument.
 			e.Op = OpExec
 			for _, a := range fields[i+1:] {
-				if a == "''" {
-					a = ""
-				}
-				e.Args = append(e.Args, a)
+				e.Args = append(e.Args, scenarioArg(a))
 			}
 			break
 		}
@@ -457,4 +461,19 @@ func fmtMember(m Member) string {
 		s += " removed"
 	}
 	return s
+}
+
+// scenarioArg is a command's argument as a scenario writes it: two single
+// quotes are an empty argument, and a Go-quoted one ("#!lua\x20name=l\n...") may hold
+// spaces and newlines.
+func scenarioArg(a string) string {
+	if a == "''" {
+		return ""
+	}
+	if strings.HasPrefix(a, `"`) {
+		if u, err := strconv.Unquote(a); err == nil {
+			return u
+		}
+	}
+	return a
 }

@@ -136,6 +136,10 @@ func writeHandler(name string) handler {
 		return cmdEvalSHARO
 	case "script":
 		return cmdScript
+	case "function":
+		return cmdFunction
+	case "fcall":
+		return cmdFcall
 	case "publish":
 		return cmdPublish
 	case "rename", "renamenx":

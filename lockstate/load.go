@@ -64,6 +64,8 @@ func (s *State) load(k string, value []byte) error {
 		return s.loadKV(k[len(prefixKV):], &r)
 	case strings.HasPrefix(k, prefixScript):
 		return s.loadScript(k[len(prefixScript):], &r)
+	case strings.HasPrefix(k, prefixLibrary):
+		return s.loadLibrary(k[len(prefixLibrary):], &r)
 	case strings.HasPrefix(k, prefixLock):
 		return s.loadLock(k[len(prefixLock):], &r)
 	case strings.HasPrefix(k, prefixWaiter):

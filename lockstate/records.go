@@ -23,6 +23,7 @@ import (
 //	t/<name>                      tombstone of a deleted key or lock: deleting index, created index of the key (mods.go)
 //	u/<name>                      ACL user: on, nopass, password hashes, key patterns, channel patterns, command rules
 //	w/<lock>\x00<pos:8 BE>        queued FLOCK: session, owner, req, limit, deadline, wait ids
+//	f/<library>                   function library: code, its functions' names, flags, descriptions (functions.go)
 //	x/<sha1>                      cached script: cached by EVAL or SCRIPT LOAD, index, source (scripts.go)
 //
 // Memos and waiters are records of their own so that answering a request or
@@ -299,6 +300,12 @@ func (s *State) lookup(b []byte, key string) ([]byte, bool) {
 			return b, false
 		}
 		b = appendScript(b, sc)
+	case strings.HasPrefix(key, prefixLibrary):
+		lib := s.libs[key[len(prefixLibrary):]]
+		if lib == nil {
+			return b, false
+		}
+		b = appendLibrary(b, lib)
 	case strings.HasPrefix(key, prefixKV):
 		k := s.kv[key[len(prefixKV):]]
 		if k == nil {
@@ -426,6 +433,9 @@ func (s *State) keys() []string {
 	}
 	for sha := range s.scripts {
 		keys = append(keys, scriptKey(sha))
+	}
+	for name := range s.libs {
+		keys = append(keys, libraryKey(name))
 	}
 	for id, rf := range s.refs {
 		for _, m := range rf.memos {

@@ -65,7 +65,7 @@ func (r Result) Encode(dst []byte) []byte {
 const MaxReplyDepth = 64
 
 // appendReply writes a reply.Value: its kind byte, then for Status, Error
-// and Bulk the string, for Int the zigzag varint, for Array and Map the
+// and Bulk the string, for Int the zigzag varint, for Array, Map and Set the
 // element count and the elements; Nil and NilArray have nothing more. Only
 // the fields of the kind are written, so a decoded Value re-encodes to the
 // same bytes.
@@ -76,7 +76,7 @@ func appendReply(dst []byte, v reply.Value) []byte {
 		dst = appendString(dst, v.Str)
 	case reply.KindInt:
 		dst = appendVarint(dst, v.Int)
-	case reply.KindArray, reply.KindMap:
+	case reply.KindArray, reply.KindMap, reply.KindSet:
 		dst = appendUvarint(dst, uint64(len(v.Elems)))
 		for _, e := range v.Elems {
 			dst = appendReply(dst, e)
@@ -96,7 +96,7 @@ func (r *reader) reply(depth int) reply.Value {
 	case reply.KindInt:
 		v.Int = r.varint()
 	case reply.KindNull, reply.KindNullArray:
-	case reply.KindArray, reply.KindMap:
+	case reply.KindArray, reply.KindMap, reply.KindSet:
 		n := r.uvarint()
 		switch {
 		case r.err != nil:

@@ -337,7 +337,7 @@ func (e scriptEnv) Call(args []string) reply.Value {
 			return reply.Int(r.Int)
 		}
 		return reply.Null()
-	case "eval", "evalsha", "script", "eval_ro", "evalsha_ro":
+	case "eval", "evalsha", "script", "eval_ro", "evalsha_ro", "function", "fcall", "fcall_ro":
 		return reply.Error(script.ErrNotAllowed)
 	case "randomkey":
 		r := e.s.RandomKey(e.now, randomDraw(e.s.index, *e.draws))

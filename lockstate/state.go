@@ -41,6 +41,8 @@ type State struct {
 	scripts  map[string]*storedScript // cached scripts by SHA-1 (scripts.go)
 	// evalOrder is the SHA-1s of the scripts cached by EVAL, oldest first.
 	evalOrder []string
+	libs      map[string]*library // function libraries by name (functions.go)
+	fnIndex   map[string]*library // the library of each function, by lowercased name
 	engine    *script.Engine
 
 	// names indexes the names of kv and locks in SCAN's order (scan.go):
@@ -202,6 +204,8 @@ func newState(cfg Config, table *commands.Table) *State {
 		nameHash: NameHash,
 		scripts:  make(map[string]*storedScript),
 		mods:     newMods(),
+		libs:     make(map[string]*library),
+		fnIndex:  make(map[string]*library),
 		// The limits are not configurable: a script must stop at the same
 		// step on every replica.
 		engine: script.NewEngine(script.DefaultLimits()),

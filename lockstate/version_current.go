@@ -22,6 +22,8 @@ package lockstate
 //	     replicated state (an OpExec of CONFIG SET, notify.go) and the
 //	     keyspace notifications of every write; KEYS and SCAN in scripts
 //	     match an empty name as Redis does
+//	   - Functions: FUNCTION, FCALL, FCALL_RO and the f/<library> records
+//	     (functions.go)
 const MaxVersion = 3
 
 // incrStep is what INCR adds: 1 at every version this binary knows.

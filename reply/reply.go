@@ -21,6 +21,7 @@ const (
 	KindNullArray         // null array (*-1 / _), e.g. BLPOP timed out
 	KindArray             // *n
 	KindMap               // %n in RESP3, a flat array in RESP2; Elems alternate keys and values
+	KindSet               // ~n in RESP3, an array in RESP2 (FUNCTION LIST's flags)
 )
 
 // Value is one reply. Only the fields of its Kind are set. Its kinds are
@@ -30,7 +31,7 @@ type Value struct {
 	Kind  Kind
 	Str   string // Status, Error, Bulk
 	Int   int64
-	Elems []Value // Array, Map
+	Elems []Value // Array, Map, Set
 }
 
 // Constructors.
@@ -43,6 +44,7 @@ func Null() Value                   { return Value{Kind: KindNull} }
 func NullArray() Value              { return Value{Kind: KindNullArray} }
 func Array(vs ...Value) Value       { return Value{Kind: KindArray, Elems: vs} }
 func Map(kvs ...Value) Value        { return Value{Kind: KindMap, Elems: kvs} }
+func Set(vs ...Value) Value         { return Value{Kind: KindSet, Elems: vs} }
 
 // IsError reports whether v is an error reply.
 func (v Value) IsError() bool { return v.Kind == KindError }

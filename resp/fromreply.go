@@ -19,13 +19,16 @@ func FromReply(v reply.Value) Value {
 		return Null()
 	case reply.KindNullArray:
 		return NullArray()
-	case reply.KindArray, reply.KindMap:
+	case reply.KindArray, reply.KindMap, reply.KindSet:
 		elems := make([]Value, len(v.Elems))
 		for i, e := range v.Elems {
 			elems[i] = FromReply(e)
 		}
-		if v.Kind == reply.KindMap {
+		switch v.Kind {
+		case reply.KindMap:
 			return Map(elems...)
+		case reply.KindSet:
+			return Set(elems...)
 		}
 		return Array(elems...)
 	}

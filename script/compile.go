@@ -90,28 +90,35 @@ func oneLine(s string) string {
 
 // compileSource parses, checks, instruments and compiles a script's body
 // (its shebang line already removed).
-func compileSource(body string) (proto *lua.FunctionProto, cerr *CompileError) {
+func compileSource(body string) (*lua.FunctionProto, *CompileError) {
+	return compileChunk(body, chunkName, compileErr)
+}
+
+// compileChunk is compileSource for a chunk of the given name, whose
+// errors mkErr turns into the whole reply (a library's body is
+// "user_function", its errors "Error compiling function: ...").
+func compileChunk(body, chunk string, mkErr func(string) *CompileError) (proto *lua.FunctionProto, cerr *CompileError) {
 	defer func() {
 		// gopher-lua's parser and compiler panic on some inputs; a script
 		// that cannot be compiled is a compile error, whatever the cause.
 		if p := recover(); p != nil {
-			proto, cerr = nil, compileErr(fmt.Sprintf("%s:%d: %v", chunkName, lastLine(body), p))
+			proto, cerr = nil, mkErr(fmt.Sprintf("%s:%d: %v", chunk, lastLine(body), p))
 		}
 	}()
-	chunk, err := parse.Parse(strings.NewReader(body), chunkName)
+	stmts, err := parse.Parse(strings.NewReader(body), chunk)
 	if err != nil {
-		return nil, parseError(err, body)
+		return nil, parseError(err, body, chunk, mkErr)
 	}
-	chunk, msg := instrument(chunk)
+	stmts, msg := instrumentChunk(stmts, chunk)
 	if msg != "" {
-		return nil, compileErr(msg)
+		return nil, mkErr(msg)
 	}
-	proto, err = lua.Compile(chunk, chunkName)
+	proto, err = lua.Compile(stmts, chunk)
 	if err != nil {
 		if ce, ok := err.(*lua.CompileError); ok {
-			return nil, compileErr(fmt.Sprintf("%s:%d: %s", chunkName, ce.Line, ce.Message))
+			return nil, mkErr(fmt.Sprintf("%s:%d: %s", chunk, ce.Line, ce.Message))
 		}
-		return nil, compileErr(err.Error())
+		return nil, mkErr(err.Error())
 	}
 	return proto, nil
 }
@@ -123,10 +130,10 @@ func lastLine(body string) int { return strings.Count(body, "\n") + 1 }
 // can: "user_script:LINE: MESSAGE near 'TOKEN'". gopher-lua's yacc parser
 // only says "syntax error", which becomes "unexpected symbol"; Lua's more
 // specific messages ("'=' expected", "'end' expected") are not reproduced.
-func parseError(err error, body string) *CompileError {
+func parseError(err error, body, chunk string, mkErr func(string) *CompileError) *CompileError {
 	pe, ok := err.(*parse.Error)
 	if !ok {
-		return compileErr(fmt.Sprintf("%s:%d: %v", chunkName, lastLine(body), err))
+		return mkErr(fmt.Sprintf("%s:%d: %v", chunk, lastLine(body), err))
 	}
 	line, near := pe.Pos.Line, "'"+pe.Token+"'"
 	if line == parse.EOF || line <= 0 {
@@ -147,5 +154,5 @@ func parseError(err error, body string) *CompileError {
 	default:
 		msg = "unexpected symbol"
 	}
-	return compileErr(fmt.Sprintf("%s:%d: %s near %s", chunkName, line, msg, near))
+	return mkErr(fmt.Sprintf("%s:%d: %s near %s", chunk, line, msg, near))
 }

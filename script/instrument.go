@@ -8,7 +8,7 @@ import (
 )
 
 // gopher-lua has no instruction hook, so the work limit is put into the
-// program itself. instrument rewrites the parsed chunk:
+// program itself. instrumentChunk rewrites the parsed chunk:
 //
 //	local (step), (cat), (set), (key), (get), (rel), (len), (num) = ...
 //	return (function(...) (step)(n) <user chunk> end)()
@@ -76,15 +76,18 @@ const maxSyntaxDepth = 1000
 const smallKey = 64
 
 type instrumenter struct {
-	err  string
-	temp int // counter for hidden locals of multiple assignments
+	chunk string // the chunk's name, for error messages
+	err   string
+	temp  int // counter for hidden locals of multiple assignments
 	// nodes counts the statements and expressions of the body being
 	// walked (innermost last), for its (step)(n).
 	nodes []int
 }
 
-func instrument(chunk []ast.Stmt) ([]ast.Stmt, string) {
-	in := &instrumenter{}
+// instrumentChunk instruments the chunk of the given name (user_script,
+// or user_function for a library).
+func instrumentChunk(chunk []ast.Stmt, name string) ([]ast.Stmt, string) {
+	in := &instrumenter{chunk: name}
 	in.enter()
 	body := in.block(chunk, 1)
 	n := in.leave()
@@ -112,7 +115,7 @@ func instrument(chunk []ast.Stmt) ([]ast.Stmt, string) {
 
 func (in *instrumenter) fail(line int, msg string) {
 	if in.err == "" {
-		in.err = fmt.Sprintf("%s:%d: %s", chunkName, line, msg)
+		in.err = fmt.Sprintf("%s:%d: %s", in.chunk, line, msg)
 	}
 }
 

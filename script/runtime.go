@@ -46,6 +46,12 @@ type runner struct {
 	env Env
 	lim Limits
 	sha string
+	// chunk is the name errors give the code: user_script, or
+	// user_function for a library's (functions.go).
+	chunk string
+	// loading is the library whose body is running (functions.go):
+	// redis.register_function works only then.
+	loading *libraryRun
 
 	steps, calls int64
 	byteDebt     int64 // bytes not yet charged (less than bytesPerStep)
@@ -101,7 +107,7 @@ func (e *Engine) getRunner(env Env, seed int64, sha string, libs bool) *runner {
 		r = newRunner(libs)
 	}
 	r.resetLibs()
-	r.env, r.lim, r.sha = env, e.lim, sha
+	r.env, r.lim, r.sha, r.chunk = env, e.lim, sha, chunkName
 	r.steps, r.calls, r.byteDebt = 0, 0, 0
 	r.exhausted, r.envPanic, r.panicked = "", nil, false
 	r.resp = 2
@@ -675,7 +681,7 @@ func (r *runner) errHandler(L *lua.LState) int {
 		}
 		source, line = "=[C]", dbg.CurrentLine
 		if dbg.What != "G" {
-			source = "@" + chunkName
+			source = "@" + r.chunk
 		}
 	}
 	t, ok := obj.(*lua.LTable)
@@ -723,13 +729,13 @@ func (r *runner) where(L *lua.LState, level int) string {
 			if dbg.What == "G" || dbg.CurrentLine <= 0 {
 				return ""
 			}
-			return fmt.Sprintf("%s:%d: ", chunkName, dbg.CurrentLine)
+			return fmt.Sprintf("%s:%d: ", r.chunk, dbg.CurrentLine)
 		}
 		at++
 	}
 }
 
-var posPrefix = regexp.MustCompile(`^` + chunkName + `:(\d+): `)
+var posPrefix = regexp.MustCompile(`^(` + chunkName + `|` + functionChunk + `):(\d+): `)
 
 // errorReply builds the reply for an error that ended the script, as
 // Redis's luaCallFunction does: "<err> script: <sha>, on <source>:<line>."
@@ -760,7 +766,7 @@ func (r *runner) errorReply(err error) reply.Value {
 		// what it would have made from the position in the message.
 		msg = "ERR " + string(o)
 		if m := posPrefix.FindStringSubmatch(string(o)); m != nil {
-			source, line = "@"+chunkName, m[1]
+			source, line = "@"+m[1], m[2]
 		}
 	default:
 		msg = "ERR " + r.plainString(obj)

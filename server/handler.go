@@ -78,6 +78,8 @@ func (s *Server) nativeHandlers() map[string]handlerFunc {
 		"blpop":             s.blpop,
 		"eval_ro":           s.evalRO,
 		"evalsha_ro":        s.evalRO,
+		"function":          s.function,
+		"fcall_ro":          s.fcallRO,
 		"publish":           s.publish,
 		"subscribe":         s.subscribe,
 		"unsubscribe":       s.unsubscribe,

@@ -24,7 +24,7 @@ func TestGenericHandlers(t *testing.T) {
 			reads = append(reads, spec.Name)
 		}
 	}
-	wantWrites := []string{"append", "decr", "decrby", "del", "delex", "delifeq", "eval", "evalsha", "expire", "expireat", "getdel",
+	wantWrites := []string{"append", "decr", "decrby", "del", "delex", "delifeq", "eval", "evalsha", "expire", "expireat", "fcall", "getdel",
 		"getex", "getset", "hdel", "hincrby", "hset", "incr", "incrby", "incrbyfloat", "lpop", "lpush", "mset", "msetnx", "persist",
 		"pexpire", "pexpireat", "psetex", "rpush", "script", "set", "setex", "setnx", "setrange", "unlink"}
 	// KEYS and SCAN have handlers of their own, which read in steps

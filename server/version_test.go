@@ -141,3 +141,66 @@ func TestVersionTransactions(t *testing.T) {
 		t.Fatalf("a transaction at version 3: %v %v", cmds, err)
 	}
 }
+
+// TestVersionFunctionsRefusedUpFront: below cluster version 3 FUNCTION,
+// FCALL and FCALL_RO are unknown, in the words of a binary without them,
+// and nothing is proposed; FUNCTION FLUSH, which Redis's test files start
+// with, included.
+func TestVersionFunctionsRefusedUpFront(t *testing.T) {
+	s := startServerWith(t, func(c *Config) { c.State.MaxVersion = 2 })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := newClient(t, s, 3)
+	before, _ := s.node.StateHash()
+	for _, args := range [][]any{{"FUNCTION", "FLUSH"}, {"FUNCTION", "LIST"}, {"function", "load", "code"},
+		{"FCALL", "f", "0"}, {"FCALL_RO", "f", "0"}, {"FUNCTION"}} {
+		var b strings.Builder
+		for _, a := range args[1:] {
+			b.WriteString("'" + a.(string) + "' ")
+		}
+		want := "ERR unknown command '" + args[0].(string) + "', with args beginning with: " + b.String()
+		if err := c.Do(ctx, args...).Err(); err == nil || err.Error() != want {
+			t.Errorf("%q at version 2: %v, want %q", args, err, want)
+		}
+	}
+	if after, _ := s.node.StateHash(); after != before {
+		t.Errorf("the applied index moved from %d to %d: a refused command was proposed", before, after)
+	}
+	if err := c.Do(ctx, "EVAL", "return redis.call('fcall', 'f', '0')", "0").Err(); err == nil || !strings.Contains(err.Error(), "Unknown Redis command called from script") {
+		t.Errorf("FCALL in a script at version 2: %v", err)
+	}
+}
+
+// TestFunctionsServed: at version 3 a library loaded through the log is
+// listed, dumped and called on the read path (FCALL_RO) and through the
+// log (FCALL).
+func TestFunctionsServed(t *testing.T) {
+	s := startServerWith(t, func(c *Config) {})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := newClient(t, s, 3)
+	code := "#!lua name=lib\nredis.register_function{function_name='ro', callback=function(k) return redis.call('get', k[1]) end, flags={'no-writes'}}\n" +
+		"redis.register_function('rw', function(k, a) return redis.call('set', k[1], a[1]) end)"
+	if v, err := c.Do(ctx, "FUNCTION", "FLUSH").Text(); err != nil || v != "OK" {
+		t.Fatalf("FUNCTION FLUSH on an empty state: %q %v", v, err)
+	}
+	if v, err := c.Do(ctx, "FUNCTION", "LOAD", code).Text(); err != nil || v != "lib" {
+		t.Fatalf("LOAD: %q %v", v, err)
+	}
+	if v, err := c.Do(ctx, "FCALL", "rw", "1", "k", "v").Text(); err != nil || v != "OK" {
+		t.Fatalf("FCALL: %q %v", v, err)
+	}
+	if v, err := c.Do(ctx, "FCALL_RO", "ro", "1", "k").Text(); err != nil || v != "v" {
+		t.Fatalf("FCALL_RO: %q %v", v, err)
+	}
+	before, _ := s.node.StateHash()
+	if v, err := c.Do(ctx, "FUNCTION", "LIST").Slice(); err != nil || len(v) != 1 {
+		t.Fatalf("LIST: %v %v", v, err)
+	}
+	if _, err := c.Do(ctx, "FUNCTION", "DUMP").Text(); err != nil {
+		t.Fatalf("DUMP: %v", err)
+	}
+	if after, _ := s.node.StateHash(); after != before {
+		t.Errorf("LIST, DUMP and FCALL_RO went through the log: applied %d -> %d", before, after)
+	}
+}

@@ -779,3 +779,75 @@ func TestBadTransactions(t *testing.T) {
 		t.Errorf("RSS %d MiB after the attacks", rss>>20)
 	}
 }
+
+// TestBadFunctionInput: Redis 7's Functions under hostile input. Libraries
+// past fenced's bounds (4,096 functions, 1 MiB of names and descriptions;
+// the engine's 1 MiB of code is past what an argument may be) are refused; a library that loops or recurses at load stops
+// at the step limit, and a function that does at its call; RESTORE of
+// garbage, of a huge payload and of many libraries that each load slowly
+// (one step budget for them all) is refused; a pathological LIBRARYNAME
+// pattern is bounded. Each refusal changes nothing, each answer comes
+// within seconds, and the node serves on.
+func TestBadFunctionInput(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOpts{})
+	c := n.soloClient(t)
+	expect := func(want string, args ...any) {
+		t.Helper()
+		start := time.Now()
+		got, err := do(tctx(t), c, args...)
+		if err != nil {
+			got = "error: " + err.Error()
+		}
+		if s := fmt.Sprint(got); !strings.Contains(s, want) {
+			t.Errorf("%.60q = %.200s, want %s", args, s, want)
+		}
+		// A step budget is a second or two, ten and more under -race.
+		if took := time.Since(start); took > 30*time.Second {
+			t.Errorf("%.60q took %v", args, took)
+		}
+	}
+	expect("lib", "FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function('ok', function() return 1 end)")
+	// As large as an argument may be (512 KiB): loaded, counted, deleted.
+	expect("big", "FUNCTION", "LOAD", "#!lua name=big\nredis.register_function('big', function() return 1 end)\n--"+strings.Repeat("-", 500<<10))
+	expect("OK", "FUNCTION", "DELETE", "big")
+	expect("error: ERR Error registering functions: ERR a library may register at most 4096 functions",
+		"FUNCTION", "LOAD", "#!lua name=many\nlocal r = redis.register_function\nfor i = 1, 100000 do r('f' .. i, function() end) end")
+	expect("error: ERR Error registering functions: ERR a library's function names and descriptions may take at most 1 MiB",
+		"FUNCTION", "LOAD", "#!lua name=wide\nlocal d = 'x'\nfor i = 1, 20 do d = d .. d end\nfor i = 1, 4000 do redis.register_function{function_name='f' .. i, callback=function() end, description=d} end")
+	expect("error: ERR Error registering functions: ERR FUNCTION LOAD timeout", "FUNCTION", "LOAD", "#!lua name=loop\nwhile 1 do end")
+	expect("error: ERR Error registering functions: ERR user_function:2: stack overflow",
+		"FUNCTION", "LOAD", "#!lua name=deep\nlocal function r(n) return r(n + 1) + 1 end\nr(1)")
+	expect("rec", "FUNCTION", "LOAD", "#!lua name=rec\nlocal function r(n) return r(n + 1) + 1 end\n"+
+		"redis.register_function('rec', function() return r(1) end)\nredis.register_function('spin', function() while true do end end)\n"+
+		"redis.register_function('grow', function() local s = 'x' while true do s = s .. s end end)")
+	expect("stack overflow", "FCALL", "rec", "0")
+	expect("error: ERR script exceeded its work limit", "FCALL", "spin", "0")
+	expect("error: ERR script exceeded its work limit", "FCALL", "grow", "0")
+
+	const badPayload = "error: ERR DUMP payload version or checksum are wrong"
+	expect(badPayload, "FUNCTION", "RESTORE", "garbage")
+	expect(badPayload, "FUNCTION", "RESTORE", strings.Repeat("\xff", 500<<10))
+	expect(badPayload, "FUNCTION", "RESTORE", "FNCD\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00\x00\x00\x00")
+	// Four libraries that each spend over a third of the step budget at
+	// load: loaded one by one, each is fine; restored together they are
+	// not.
+	for i := range 4 {
+		code := fmt.Sprintf("#!lua name=slow%d\nfor i = 1, 1800000 do end\nredis.register_function('slow%d', function() return %d end)", i, i, i)
+		expect(fmt.Sprintf("slow%d", i), "FUNCTION", "LOAD", code)
+	}
+	dump, err := c.Do(tctx(t), "FUNCTION", "DUMP").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect("OK", "FUNCTION", "FLUSH")
+	expect("error: ERR Error registering functions: ERR FUNCTION LOAD timeout", "FUNCTION", "RESTORE", dump)
+	expect("[]", "FUNCTION", "LIST")
+	expect("[]", "FUNCTION", "LIST", "LIBRARYNAME", strings.Repeat("*a", 2000)+"b")
+	if v, err := do(tctx(t), c, "PING"); err != nil || v != "PONG" {
+		t.Fatalf("PING after the hostile functions: %v %v", v, err)
+	}
+	if !n.alive() {
+		t.Fatal("the server died")
+	}
+}
