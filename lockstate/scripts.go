@@ -204,6 +204,9 @@ func (e scriptEnv) Call(args []string) reply.Value {
 	if err := e.s.permitted(spec, a); err != nil {
 		return reply.ErrorOf(err)
 	}
+	if spec.Has(commands.Read) {
+		e.s.scriptRead() // Redis then tracks the script's keys for its caller
+	}
 	switch spec.Name {
 	case "time":
 		// The entry's wall clock: Unix time, one frozen instant for the
