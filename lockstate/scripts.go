@@ -205,7 +205,7 @@ func (e scriptEnv) Call(args []string) reply.Value {
 		return reply.ErrorOf(err)
 	}
 	if spec.Has(commands.Read) {
-		e.s.scriptRead() // Redis then tracks the script's keys for its caller
+		e.s.readKeys(nil) // Redis then tracks the script's keys for its caller
 	}
 	switch spec.Name {
 	case "time":

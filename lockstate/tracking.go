@@ -15,21 +15,27 @@ type Changes struct {
 	// Keys are the plain keys and held-lock names the entry modified, each
 	// once, in the order of its first change: deleted, expired, written.
 	Keys []string
-	// ReadAt is -1, or, if a script of the entry ran a read command, the
-	// number of Keys modified before its first read: Redis tracks a
-	// script's declared keys for its caller at that read.
-	ReadAt int
+	// Reads are the read commands the entry ran inside the state machine
+	// (a script's), in order: Redis tracks keys for the caller at each.
+	Reads []Read
 	// Flushed says the entry emptied the keyspace (FLUSHALL, FLUSHDB):
 	// every key changed, and Keys lists none of those it deleted.
 	Flushed bool
 }
 
+// Read is a read command run inside an entry: At is how many of Keys were
+// modified before it; Keys are the keys it read, nil for a script's read,
+// which tracks the script's declared keys (Redis 7.0's rule).
+type Read struct {
+	At   int
+	Keys []string
+}
+
 // trackKeys is the scratch of the entry in progress.
 type trackKeys struct {
 	keys    []string
-	readAt  int // -1 until a script reads; set by scriptRead
+	reads   []Read
 	flushed bool
-	reading bool // readAt is set
 	// applying is set from the start of Step to its end: a read-only
 	// script served on the read path (concurrently with other reads) must
 	// not write the scratch.
@@ -47,33 +53,42 @@ func (s *State) noteChange(key string) {
 	}
 }
 
-// scriptRead records that a script of the entry ran a read command.
-func (s *State) scriptRead() {
-	if s.track.applying && !s.track.reading {
-		s.track.reading, s.track.readAt = true, len(s.track.keys)
+// readKeys records a read command of the entry in progress: keys, or nil
+// for a script's read (its declared keys). Repeated script reads with no
+// change between them are one.
+func (s *State) readKeys(keys []string) {
+	t := &s.track
+	if !t.applying {
+		return
 	}
+	at := len(t.keys)
+	if keys == nil && len(t.reads) > 0 {
+		if last := t.reads[len(t.reads)-1]; last.At == at && last.Keys == nil {
+			return
+		}
+	}
+	t.reads = append(t.reads, Read{At: at, Keys: keys})
 }
 
 // keyspaceFlushed records that the entry emptied the keyspace; the keys it
 // deleted are not listed one by one (a flush invalidates everything).
 // FLUSHALL and FLUSHDB call it after deleting.
 func (s *State) keyspaceFlushed() {
-	s.track.flushed, s.track.keys = true, s.track.keys[:0]
-	if s.track.reading {
-		s.track.readAt = 0
+	t := &s.track
+	t.flushed, t.keys = true, t.keys[:0]
+	for i := range t.reads {
+		t.reads[i].At = 0
 	}
 }
 
-// takeChanges returns the entry's Changes (nil if it changed no key and no
-// script read) and resets the scratch.
+// takeChanges returns the entry's Changes and resets the scratch. Every
+// keyspace entry (OpExec) has them, so that its proposer always finds it;
+// another entry only if it changed a key.
 func (s *State) takeChanges(e *Entry) *Changes {
 	t := &s.track
-	if len(t.keys) == 0 && !t.reading && !t.flushed {
-		return nil
-	}
-	c := &Changes{Op: e.Op, Args: e.Args, Keys: t.keys, ReadAt: -1, Flushed: t.flushed}
-	if t.reading {
-		c.ReadAt = t.readAt
+	var c *Changes
+	if e.Op == OpExec || len(t.keys) > 0 || len(t.reads) > 0 || t.flushed {
+		c = &Changes{Op: e.Op, Args: e.Args, Keys: t.keys, Reads: t.reads, Flushed: t.flushed}
 	}
 	*t = trackKeys{}
 	return c

@@ -21,53 +21,65 @@ func TestChanges(t *testing.T) {
 		return r.Changes
 	}
 	exec := func(args ...string) *Changes { return step(Entry{Op: OpExec, Args: args}) }
-	want := func(what string, got *Changes, keys []string, readAt int) {
+	// want checks the keys and the points of the script's reads (none:
+	// nil); an OpExec always has Changes, other entries only with keys.
+	want := func(what string, got *Changes, keys []string, reads ...int) {
 		t.Helper()
-		if keys == nil && readAt < 0 {
-			if got != nil {
-				t.Errorf("%s: changes %+v, want none", what, *got)
+		if got == nil {
+			if keys != nil || reads != nil {
+				t.Fatalf("%s: no changes, want %q", what, keys)
 			}
 			return
 		}
-		if got == nil {
-			t.Fatalf("%s: no changes, want %q", what, keys)
+		var at []int
+		for _, r := range got.Reads {
+			if r.Keys != nil {
+				t.Errorf("%s: a script's read names keys %q", what, r.Keys)
+			}
+			at = append(at, r.At)
 		}
-		if !slices.Equal(got.Keys, keys) || got.ReadAt != readAt || got.Flushed {
-			t.Errorf("%s: keys %q read at %d (flushed %v), want %q at %d", what, got.Keys, got.ReadAt, got.Flushed, keys, readAt)
+		if !slices.Equal(got.Keys, keys) || !slices.Equal(at, reads) || got.Flushed {
+			t.Errorf("%s: keys %q reads at %v (flushed %v), want %q at %v", what, got.Keys, at, got.Flushed, keys, reads)
 		}
 	}
-	want("SET", exec("SET", "a", "1"), []string{"a"}, -1)
+	want("SET", exec("SET", "a", "1"), []string{"a"})
 	got := exec("MSET", "c", "1", "b", "2", "c", "3")
-	want("MSET", got, []string{"c", "b"}, -1)
+	want("MSET", got, []string{"c", "b"})
 	if got.Op != OpExec || !slices.Equal(got.Args, []string{"MSET", "c", "1", "b", "2", "c", "3"}) {
 		t.Errorf("MSET: changes name op %d args %q", got.Op, got.Args)
 	}
-	want("GET", exec("GET", "a"), nil, -1)
-	want("SET NX on a taken key", exec("SET", "a", "2", "NX"), nil, -1)
-	want("DEL of nothing", exec("DEL", "zz"), nil, -1)
-	want("DEL", exec("DEL", "b", "zz", "a"), []string{"b", "a"}, -1)
-	want("HSET", exec("HSET", "h", "f", "v"), []string{"h"}, -1)
-	want("LPUSH", exec("LPUSH", "l", "x"), []string{"l"}, -1)
-	want("PEXPIRE", exec("PEXPIRE", "c", "100"), []string{"c"}, -1)
+	want("a failed SET NX", exec("SET", "a", "x", "NX", "GET", "GET"), nil)
+	want("SET NX on a taken key", exec("SET", "a", "2", "NX"), nil)
+	want("DEL of nothing", exec("DEL", "zz"), nil)
+	want("DEL", exec("DEL", "b", "zz", "a"), []string{"b", "a"})
+	want("HSET", exec("HSET", "h", "f", "v"), []string{"h"})
+	want("LPUSH", exec("LPUSH", "l", "x"), []string{"l"})
+	want("PEXPIRE", exec("PEXPIRE", "c", "100"), []string{"c"})
 	// The key expires in the first entry whose time is past its deadline.
 	c.time += 50
-	want("tick before the deadline", step(Entry{Op: OpTick}), nil, -1)
+	want("tick before the deadline", step(Entry{Op: OpTick}), nil)
 	c.time += 51
-	want("tick past the deadline", step(Entry{Op: OpTick}), []string{"c"}, -1)
+	want("tick past the deadline", step(Entry{Op: OpTick}), []string{"c"})
 	// A script: a write before its first read, then writes after it.
 	src := "redis.call('SET', KEYS[1], 'x'); redis.call('GET', KEYS[2]); redis.call('SET', KEYS[2], 'y'); redis.call('DEL', KEYS[1]); return 1"
 	want("script", exec("EVAL", src, "2", "s1", "s2"), []string{"s1", "s2"}, 1)
-	want("script that only reads", exec("EVAL", "return redis.call('GET', KEYS[1])", "1", "s2"), []string{}, 0)
-	want("script that only writes", exec("EVAL", "return redis.call('SET', KEYS[1], 'z')", "1", "s3"), []string{"s3"}, -1)
-	want("script error before anything", exec("EVAL", "return redis.call('NOPE')", "0"), nil, -1)
+	src = "redis.call('GET', KEYS[1]); redis.call('EXISTS', KEYS[1]); redis.call('SET', KEYS[1], 'y'); redis.call('GET', KEYS[1]); return 1"
+	want("script reading twice, writing, reading", exec("EVAL", src, "1", "s1"), []string{"s1"}, 0, 1)
+	want("script that only reads", exec("EVAL", "return redis.call('GET', KEYS[1])", "1", "s2"), nil, 0)
+	want("script that only writes", exec("EVAL", "return redis.call('SET', KEYS[1], 'z')", "1", "s3"), []string{"s3"})
+	want("script error before anything", exec("EVAL", "return redis.call('NOPE')", "0"), nil)
 	// A fenced lock is a key of the keyspace too.
 	r, err := c.apply(Entry{Op: OpFlock, Lock: "L", Session: "s", Wait: NoWait})
 	if err != nil || r.Err != nil {
 		t.Fatal(err, r.Err)
 	}
-	want("FLOCK", r.Changes, []string{"L"}, -1)
-	want("FUNLOCK", step(Entry{Op: OpFunlock, Lock: "L", Session: "s"}), []string{"L"}, -1)
+	want("FLOCK", r.Changes, []string{"L"})
+	want("FUNLOCK", step(Entry{Op: OpFunlock, Lock: "L", Session: "s"}), []string{"L"})
+	want("a tick that changes nothing", step(Entry{Op: OpTick}), nil)
 	// A flush reports itself, not the keys it deleted.
+	exec("SET", "f", "1")
+	c.s.track.applying = true
+	c.s.noteChange(kvRecKey("f"))
 	c.s.keyspaceFlushed()
 	r, _ = c.apply(Entry{Op: OpTick})
 	if r.Changes == nil || !r.Changes.Flushed || len(r.Changes.Keys) != 0 {
