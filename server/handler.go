@@ -98,6 +98,10 @@ func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 			err = s.cannotPersist(spec)
 		}
 	}
+	var prop *proposal
+	if err == nil {
+		prop = s.tracking.before(c, spec, args)
+	}
 	var v resp.Value
 	switch {
 	case err != nil:
@@ -140,6 +144,13 @@ func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 				s.slowlog.record(c, args, took)
 			}
 		}
+	}
+	if prop != nil {
+		v = v.Then(func(r resp.Value) {
+			if notProposed(r) {
+				s.tracking.drop(prop)
+			}
+		})
 	}
 	if v.Kind() == resp.KindLater {
 		return v.Then(func(r resp.Value) { s.countReply(cs, err == nil, r) })
