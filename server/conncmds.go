@@ -161,7 +161,7 @@ func (s *Server) client(c *resp.Conn, args [][]byte) resp.Value {
 		return s.clientKill(c, args[2:])
 	case sub == "TRACKING" && len(args) >= 3:
 		return s.clientTracking(c, args)
-	case sub == "CACHING" && len(args) >= 3:
+	case sub == "CACHING" && len(args) == 3:
 		return s.clientCaching(c, args)
 	case sub == "GETREDIR" && len(args) == 2:
 		_, redirect, _ := s.tracking.info(c)
