@@ -34,6 +34,8 @@ type Read struct {
 // trackKeys is the scratch of the entry in progress.
 type trackKeys struct {
 	keys    []string
+	locks   int // how many of keys are lock names
+	kvs     int // and how many plain keys
 	reads   []Read
 	flushed bool
 	// applying is set from the start of Step to its end: a read-only
@@ -44,13 +46,41 @@ type trackKeys struct {
 
 // noteChange is called for each record key the entry changes, once per
 // entry (markDirty): plain keys and lock names are what clients cache.
+// A name may change as a lock and as a plain key in one entry (a lock
+// released, then the key created): it is listed once.
 func (s *State) noteChange(key string) {
+	t := &s.track
 	switch {
 	case len(key) > len(prefixKV) && key[:len(prefixKV)] == prefixKV:
-		s.track.keys = append(s.track.keys, key[len(prefixKV):])
+		t.keys = append(t.keys, key[len(prefixKV):])
+		t.kvs++
 	case len(key) > len(prefixLock) && key[:len(prefixLock)] == prefixLock:
-		s.track.keys = append(s.track.keys, key[len(prefixLock):])
+		t.keys = append(t.keys, key[len(prefixLock):])
+		t.locks++
 	}
+}
+
+// dedupe drops the second listing of a name changed both as a lock and
+// as a plain key, keeping the order of first change (only then can a name
+// repeat: markDirty notes each record once per entry).
+func (t *trackKeys) dedupe() {
+	if t.locks == 0 || t.kvs == 0 {
+		return
+	}
+	seen := make(map[string]struct{}, len(t.keys))
+	kept := make([]int, len(t.keys)+1) // kept[i]: keys kept among the first i
+	out := t.keys[:0]
+	for i, k := range t.keys {
+		if _, dup := seen[k]; !dup {
+			seen[k] = struct{}{}
+			out = append(out, k)
+		}
+		kept[i+1] = len(out)
+	}
+	for i := range t.reads {
+		t.reads[i].At = kept[t.reads[i].At]
+	}
+	t.keys = out
 }
 
 // readKeys records a read command of the entry in progress: keys, or nil
@@ -75,7 +105,7 @@ func (s *State) readKeys(keys []string) {
 // FLUSHALL and FLUSHDB call it after deleting.
 func (s *State) keyspaceFlushed() {
 	t := &s.track
-	t.flushed, t.keys = true, t.keys[:0]
+	t.flushed, t.keys, t.locks, t.kvs = true, t.keys[:0], 0, 0
 	for i := range t.reads {
 		t.reads[i].At = 0
 	}
@@ -86,6 +116,7 @@ func (s *State) keyspaceFlushed() {
 // another entry only if it changed a key.
 func (s *State) takeChanges(e *Entry) *Changes {
 	t := &s.track
+	t.dedupe()
 	var c *Changes
 	if e.Op == OpExec || len(t.keys) > 0 || len(t.reads) > 0 || t.flushed {
 		c = &Changes{Op: e.Op, Args: e.Args, Keys: t.keys, Reads: t.reads, Flushed: t.flushed}

@@ -1,6 +1,7 @@
 package lockstate
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -97,4 +98,46 @@ func TestChangesInEvents(t *testing.T) {
 	if len(ev.Changes) != 2 || ev.Changes[0] != a || ev.Changes[1] != b {
 		t.Errorf("events changes %v, want a then b", ev.Changes)
 	}
+}
+
+// visible is what a client can read of the model's keyspace: each plain
+// key's value and deadline, each held lock's holder, count and token.
+func (m *model) visible() map[string]string {
+	out := make(map[string]string, len(m.keys)+len(m.locks))
+	for name, k := range m.keys {
+		out[name] = fmt.Sprintf("key %q %v %d", k.val, k.ttl, k.deadline)
+	}
+	for name, l := range m.locks {
+		if l.holder != "" {
+			out[name] = fmt.Sprintf("lock %s/%s %d %d", l.holder, l.owner, l.count, l.token)
+		}
+	}
+	return out
+}
+
+// checkChanges checks an entry's Changes against the model, by the
+// model's own keyspace before and after it: every name whose visible state
+// changed is listed (an extra one, a write that changed nothing visible, is
+// allowed, as Redis invalidates on any write), and none twice.
+func checkChanges(before, after map[string]string, ch *Changes) error {
+	listed := map[string]bool{}
+	if ch != nil {
+		for _, k := range ch.Keys {
+			if listed[k] {
+				return fmt.Errorf("changes list %q twice: %q", k, ch.Keys)
+			}
+			listed[k] = true
+		}
+	}
+	for name, v := range before {
+		if after[name] != v && !listed[name] {
+			return fmt.Errorf("%q changed (%s -> %s) but the changes %v miss it", name, v, after[name], ch)
+		}
+	}
+	for name, v := range after {
+		if _, ok := before[name]; !ok && !listed[name] {
+			return fmt.Errorf("%q appeared (%s) but the changes %v miss it", name, v, ch)
+		}
+	}
+	return nil
 }

@@ -248,8 +248,9 @@ func (t *tracker) applied(changes []*lockstate.Changes) {
 		}
 		pos := 0
 		for _, rd := range ch.Reads {
-			t.invalidateKeys(ch.Keys[pos:rd.At], proposer)
-			pos = rd.At
+			at := min(max(rd.At, pos), len(ch.Keys))
+			t.invalidateKeys(ch.Keys[pos:at], proposer)
+			pos = at
 			for _, p := range cands {
 				if !p.track || t.clients[p.id] == nil {
 					continue
