@@ -121,6 +121,32 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("SET parsed to %+v", r)
 			}
 		}
+		if len(a) >= 3 {
+			// CLIENT TRACKING (any name): options left to right, each
+			// accepted one as given, and the prefixes within their bounds.
+			exists := func(id int64) bool { return id%2 == 1 }
+			r, err := ParseClientTracking(a, exists)
+			for _, e := range []error{ErrSyntax, ErrNotInteger, ErrRedirectTwice, ErrRedirectMissing, ErrTooManyPrefixes} {
+				if errors.Is(err, e) {
+					err = nil
+					break
+				}
+			}
+			if err != nil {
+				t.Fatalf("CLIENT TRACKING: unexpected error %v", err)
+			}
+			size := 0
+			for _, p := range r.Prefixes {
+				size += len(p)
+			}
+			if r.Redirect != 0 && !exists(r.Redirect) || len(r.Prefixes) > MaxTrackingPrefixes || size > MaxTrackingPrefixBytes {
+				t.Fatalf("CLIENT TRACKING parsed to %+v", r)
+			}
+			if err := r.TrackingConflict(false, TrackingMode{}); err == nil && r.On && (len(r.Prefixes) > 0 && !r.Mode.BCast || r.Mode.OptIn && r.Mode.OptOut) {
+				t.Fatalf("CLIENT TRACKING %+v passed its checks", r)
+			}
+			_ = PrefixOverlap(nil, r.Prefixes)
+		}
 		if fits("pexpire") {
 			_, err := ParseExpire(a)
 			checkParseErr(t, err)

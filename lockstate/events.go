@@ -29,6 +29,8 @@ type Events struct {
 	UsersChanged bool
 	// Expired sums the entries' Result.Expired.
 	Expired Expirations
+	// Changes are the entries' Result.Changes, in log order.
+	Changes []*Changes
 }
 
 // Add appends the events of r.
@@ -38,4 +40,7 @@ func (ev *Events) Add(r *Result) {
 	ev.Messages = append(ev.Messages, r.Messages...)
 	ev.UsersChanged = ev.UsersChanged || r.UsersChanged
 	ev.Expired.Add(r.Expired)
+	if r.Changes != nil {
+		ev.Changes = append(ev.Changes, r.Changes)
+	}
 }

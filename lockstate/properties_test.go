@@ -199,6 +199,7 @@ func run(src intSource, steps, reloadEvery int, misuse bool) error {
 			if err != nil {
 				return err
 			}
+			got.Changes = nil // no key changes; checked below
 			if want := m.apply(g.index, e); !reflect.DeepEqual(got, want) {
 				return fmt.Errorf("version prefix %+v:\n got  %+v\n want %+v", e, got, want)
 			}
@@ -210,7 +211,12 @@ func run(src intSource, steps, reloadEvery int, misuse bool) error {
 		if err != nil {
 			return err
 		}
+		before := m.visible()
 		want := m.apply(index, e)
+		if err := checkChanges(before, m.visible(), got.Changes); err != nil {
+			return fmt.Errorf("step %d index %d %+v: %v", i, index, e, err)
+		}
+		got.Changes = nil
 		if !reflect.DeepEqual(got, want) {
 			return fmt.Errorf("step %d index %d %+v:\n got  %+v\n want %+v", i, index, e, got, want)
 		}

@@ -312,6 +312,9 @@ func (e scriptEnv) Call(args []string) reply.Value {
 	if e.readOnly && spec.Has(commands.Write) {
 		return errROWrite
 	}
+	if spec.Has(commands.Read) {
+		e.s.readKeys(nil) // Redis then tracks the script's keys for its caller
+	}
 	switch spec.Name {
 	case "time":
 		// The entry's wall clock: Unix time, one frozen instant for the

@@ -91,7 +91,8 @@ type State struct {
 
 	plantTokens int64 // the planted MemoryTokens bug's counter, never stored
 
-	mods // mod indexes and tombstones, what WATCH compares (mods.go)
+	mods            // mod indexes and tombstones, what WATCH compares (mods.go)
+	track trackKeys // the keys the entry in progress changed (tracking.go)
 }
 
 // session is the record of an open session.
@@ -233,6 +234,7 @@ func (s *State) Step(index uint64, e Entry) Result {
 	s.index, s.user = index, e.User
 	s.maxMemory, s.pending = e.MaxMemory, 0
 	s.step++
+	s.track.applying = true // a script's reads count only inside Apply (tracking.go)
 	// Time never goes backwards: a new leader's clock, or a stale proposal,
 	// cannot undo an expiry or stretch a deadline already passed.
 	now := max(e.Time, s.time)
@@ -294,6 +296,7 @@ func (s *State) Step(index uint64, e Entry) Result {
 	s.stampMods()
 	s.account()
 	r.Wakes, r.Pushed, r.Messages, r.Expired = s.wakes, s.pushed, s.messages, s.expired
+	r.Changes = s.takeChanges(&e)
 	s.wakes, s.pushed, s.messages, s.expired = nil, nil, nil, Expirations{}
 	return r
 }
@@ -327,6 +330,7 @@ func (s *State) markDirty(key string, cost *int64) {
 		return // counted from its first change in this entry
 	}
 	s.dirty[key] = s.step
+	s.noteChange(key) // once per key and entry: what CLIENT TRACKING invalidates
 	m := mark{key: key, fresh: !was}
 	switch {
 	case cost != nil:

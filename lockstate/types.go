@@ -198,6 +198,9 @@ type Result struct {
 	// encoded): the same on every replica, since deadlines take effect in
 	// the entries' order.
 	Expired Expirations
+	// Changes lists the keys the entry modified, for client-side caching
+	// (tracking.go; not encoded); nil when it modified none.
+	Changes *Changes
 }
 
 // Expirations count what deadlines ended: sessions whose TTL ran out, the

@@ -153,6 +153,7 @@ func cmdFlush(s *State, a [][]byte, now int64) reply.Value {
 	for _, name := range slices.Sorted(maps.Keys(s.kv)) {
 		s.deleteKey(s.kv[name])
 	}
+	s.keyspaceFlushed()
 	return reply.OK()
 }
 

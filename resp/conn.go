@@ -42,7 +42,8 @@ type Conn struct {
 	wmu sync.Mutex // wmu serialises writes: replies from the executor or the replier, Push from anyone
 	w   *Writer
 
-	laterState // replies not ready yet (later.go)
+	laterState   // replies not ready yet (later.go)
+	betweenState // pushes held for the replies before them (between.go)
 
 	omu sync.Mutex // omu guards out
 	out outState   // pending output (outlimit.go)
@@ -354,6 +355,7 @@ func (c *Conn) exec(it item) (keep, linger bool) {
 		c.commandDone(0)
 		return false, false
 	}
+	c.startCommand()
 	var v Value
 	if it.err != nil {
 		v = Error("ERR " + it.err.Error())
@@ -458,6 +460,9 @@ func (c *Conn) writeReply(v Value, flush bool) error {
 	err := c.w.WriteValue(v, proto)
 	if err != nil && !errors.Is(err, errZeroValue) {
 		return err
+	}
+	if herr := c.repliedOne(); herr != nil {
+		return herr
 	}
 	if flush {
 		if ferr := c.w.Flush(); ferr != nil {

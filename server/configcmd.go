@@ -116,6 +116,20 @@ func configParams() map[string]configParam {
 				}, nil
 			},
 		},
+		// CLIENT TRACKING's table of this node (tracking.go).
+		"tracking-table-max-keys": {
+			get: func(s *Server) string { return strconv.FormatInt(s.tracking.maxKeys.Load(), 10) },
+			set: func(s *Server, v string) (func(), error) {
+				n, err := strconv.ParseInt(v, 10, 64)
+				switch {
+				case err != nil && !errors.Is(err, strconv.ErrRange) || len(v) > 1 && (v[0] == '+' || v[0] == '0'):
+					return nil, errors.New("argument couldn't be parsed into an integer")
+				case err != nil || n < 0:
+					return nil, errors.New("argument must be between 0 and 9223372036854775807 inclusive")
+				}
+				return func() { s.tracking.maxKeys.Store(n) }, nil
+			},
+		},
 		"dir":           {get: func(s *Server) string { return s.cfg.Data }},
 		"write-timeout": {get: func(s *Server) string { return s.cfg.WriteTimeout.String() }},
 		"disk-reserve":  {get: func(s *Server) string { return strconv.FormatUint(s.cfg.DiskReserve, 10) }},
@@ -146,7 +160,7 @@ func (s *Server) configCmd(c *resp.Conn, args [][]byte) resp.Value {
 		return helpReply(
 			"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"GET <pattern> [<pattern> ...]", "    Return the settings whose names match the glob patterns, with their values.",
-			"SET <name> <value> [<name> <value> ...]", "    Set settings: maxmemory (this node's, stamped into the entries it proposes as leader), maxmemory-policy (noeviction only), proto-max-bulk-len (this node's clients, from their next command), slowlog-log-slower-than, slowlog-max-len, notify-keyspace-events (the cluster's, replicated).",
+			"SET <name> <value> [<name> <value> ...]", "    Set settings: maxmemory (this node's, stamped into the entries it proposes as leader), maxmemory-policy (noeviction only), proto-max-bulk-len (this node's clients, from their next command), slowlog-log-slower-than, slowlog-max-len, notify-keyspace-events (the cluster's, replicated), tracking-table-max-keys.",
 			"RESETSTAT", "    Reset the statistics INFO reports.",
 			"HELP", "    Print this help.",
 		)

@@ -39,6 +39,7 @@ func (s *Server) quit(c *resp.Conn, _ [][]byte) resp.Value {
 func (s *Server) reset(c *resp.Conn, _ [][]byte) resp.Value {
 	s.pubsub.unsubscribeAll(c)
 	s.discardTx(stateOf(c)) // as Redis: no MULTI, nothing watched
+	s.tracking.disable(c)
 	c.SetProto(2)
 	c.SetName("")
 	s.deauthenticate(c) // as Redis: with a password, AUTH again
@@ -159,9 +160,20 @@ func (s *Server) client(c *resp.Conn, args [][]byte) resp.Value {
 		return resp.BulkString(b.String())
 	case sub == "KILL" && len(args) >= 3:
 		return s.clientKill(c, args[2:])
+	case sub == "TRACKING" && len(args) >= 3:
+		return s.clientTracking(c, args)
+	case sub == "CACHING" && len(args) == 3:
+		return s.clientCaching(c, args)
+	case sub == "GETREDIR" && len(args) == 2:
+		_, redirect, _ := s.tracking.info(c)
+		return resp.Int(redirect)
+	case sub == "TRACKINGINFO" && len(args) == 2:
+		return s.clientTrackingInfo(c)
 	case sub == "HELP" && len(args) == 2:
 		return helpReply(
 			"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"CACHING (YES|NO)", "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+			"GETREDIR", "    Return the client ID we are redirecting to when tracking is enabled.",
 			"GETNAME", "    Return the name of the current connection.",
 			"ID", "    Return the ID of the current connection.",
 			"INFO", "    Return information about the current client connection.",
@@ -170,9 +182,13 @@ func (s *Server) client(c *resp.Conn, args [][]byte) resp.Value {
 			"LIST", "    Return information about client connections on this node (admin).",
 			"SETINFO <option> <value>", "    Set client meta attr: LIB-NAME or LIB-VER.",
 			"SETNAME <name>", "    Assign the name <name> to the current connection.",
+			"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]", "         [OPTIN] [OPTOUT] [NOLOOP]",
+			"    Control server assisted client side caching (invalidations come from the replicated log; REDIRECT to a connection of this node).",
+			"TRACKINGINFO", "    Report tracking status for the current connection.",
 			"HELP", "    Print this help.",
 		)
-	case sub == "SETNAME" || sub == "GETNAME" || sub == "ID" || sub == "SETINFO" || sub == "INFO" || sub == "LIST" || sub == "KILL" || sub == "HELP":
+	case sub == "SETNAME" || sub == "GETNAME" || sub == "ID" || sub == "SETINFO" || sub == "INFO" || sub == "LIST" || sub == "KILL" || sub == "HELP",
+		sub == "TRACKING" || sub == "CACHING" || sub == "GETREDIR" || sub == "TRACKINGINFO":
 		return errorReply(wrapArity("client|" + strings.ToLower(sub)))
 	}
 	return syntaxError("unknown subcommand '%s'. Try CLIENT HELP.", commands.Clip(args[1]))
@@ -182,15 +198,18 @@ func (s *Server) client(c *resp.Conn, args [][]byte) resp.Value {
 // Redis's field names and order, for the fields fenced has.
 func (s *Server) clientLine(c *resp.Conn) string {
 	chans, pats := s.pubsub.counts(c)
-	flags := "N"
+	flags, redir := s.tracking.clientFlags(c)
 	if c.PubSub() {
-		flags = "P"
+		flags = "P" + flags
+	}
+	if flags == "" {
+		flags = "N"
 	}
 	return "id=" + strconv.FormatInt(c.ID(), 10) + " addr=" + c.RemoteAddr() + " laddr=" + c.LocalAddr() +
 		" name=" + c.Name() + " age=" + strconv.FormatInt(int64(time.Since(c.Created())/time.Second), 10) +
 		" idle=" + strconv.FormatInt(int64(c.Idle()/time.Second), 10) + " flags=" + flags +
 		" db=0 sub=" + strconv.Itoa(chans) + " psub=" + strconv.Itoa(pats) +
-		" omem=" + strconv.FormatInt(c.PendingOutput(), 10) + " user=" + s.userOf(c) + " resp=" + strconv.Itoa(c.Proto())
+		" omem=" + strconv.FormatInt(c.PendingOutput(), 10) + " user=" + s.userOf(c) + " redir=" + strconv.FormatInt(redir, 10) + " resp=" + strconv.Itoa(c.Proto())
 }
 
 // clientKill is CLIENT KILL in Redis 7's two forms: the old one, an address

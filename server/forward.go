@@ -52,6 +52,9 @@ type connState struct {
 	peer bool
 	link string      // the id of the node that forwards over this connection
 	sub  *subscriber // the connection's subscriptions (pubsub.go)
+	// track is the connection's CLIENT TRACKING state, nil while off
+	// (tracking.go); set and read by its executor.
+	track *tracked
 	// user is who AUTH or HELLO AUTH made the connection, "" if neither
 	// did (then it is authenticator.initialUser); authFails counts its
 	// failed attempts, which slow down the next (auth.go).

@@ -112,9 +112,19 @@ func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 			err = s.cannotPersist(spec)
 		}
 	}
+	var prop *proposal
+	st := inMulti(c)
+	// Inside MULTI a read's keys are tracked as it is queued: before the
+	// transaction's entry, so whatever changes them after is heard (rueidis
+	// caches through MULTI PTTL GET EXEC). A queued write is no proposal of
+	// its own: the entry that carries it is the transaction's, so NOLOOP
+	// does not hold back its invalidation (one too many, never one missed).
+	if err == nil && (st == nil || spec.Has(commands.Read) || spec.Name == "exec" || spec.Name == "discard") {
+		prop = s.tracking.before(c, spec, args, st != nil)
+	}
 	var v resp.Value
 	queued := false
-	if st := inMulti(c); st != nil {
+	if st != nil {
 		v, queued = s.inTransaction(c, st, spec, args, err) // multi.go
 	}
 	switch {
@@ -159,6 +169,13 @@ func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
 				s.slowlog.record(c, args, took)
 			}
 		}
+	}
+	if prop != nil {
+		v = v.Then(func(r resp.Value) {
+			if notProposed(r) {
+				s.tracking.drop(prop)
+			}
+		})
 	}
 	if v.Kind() == resp.KindLater {
 		return v.Then(func(r resp.Value) { s.countReply(cs, err == nil, r) })

@@ -97,8 +97,9 @@ func (s *Server) infoSection(sec string) [][2]string {
 	case "clients":
 		// blocked_clients: waiting FLOCKs and BLPOPs, as Redis counts
 		// clients blocked in BLPOP and the like.
+		tracking, _, _, _ := s.tracking.counts()
 		return [][2]string{{"connected_clients", strconv.Itoa(s.rs.NumConns())}, {"blocked_clients", strconv.Itoa(s.waits.blocked() + s.lists.blocked())},
-			{"maxclients", strconv.Itoa(s.cfg.MaxConns)}}
+			{"tracking_clients", strconv.Itoa(tracking)}, {"maxclients", strconv.Itoa(s.cfg.MaxConns)}}
 	case "memory":
 		// used_memory is the state's size as --maxmemory counts it
 		// (lockstate.State.Used), the figure -OOM compares, the same on
@@ -134,6 +135,7 @@ func (s *Server) infoSection(sec string) [][2]string {
 		// expired_keys and expired_sessions: what deadlines ended in the
 		// entries this node applied.
 		st := s.stats.sinceReset()
+		_, tkeys, titems, tprefixes := s.tracking.counts() // this node's CLIENT TRACKING table
 		return [][2]string{
 			{"total_connections_received", itoa(s.rs.Accepted())},
 			{"total_commands_processed", itoa(st.commands)},
@@ -141,6 +143,9 @@ func (s *Server) infoSection(sec string) [][2]string {
 			{"total_pipelined_writes", itoa(st.pipelinedWrites)},
 			{"expired_keys", itoa(st.expiredKeys)},
 			{"expired_sessions", itoa(st.expiredSessions)},
+			{"tracking_total_keys", strconv.Itoa(tkeys)},
+			{"tracking_total_items", strconv.Itoa(titems)},
+			{"tracking_total_prefixes", strconv.Itoa(tprefixes)},
 		}
 	case "replication":
 		// As ROLE says it: the leader is the master, every other node a

@@ -39,7 +39,9 @@ type Server struct {
 	waits        *waits
 	lists        *listWaits // BLPOPs waiting on this node
 	pubsub       *pubsub    // this node's subscribers
-	fwd          *forwarder
+	// tracking is this node's CLIENT TRACKING table (tracking.go).
+	tracking *tracker
+	fwd      *forwarder
 	// start is settled once this node has recorded its address and
 	// cancelled the waits of its earlier process; until then its clients'
 	// commands wait or get -LOADING, so none of them can hand a lock to
@@ -90,7 +92,7 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, tls: ctls, waits: w, lists: newListWaits(), pubsub: newPubsub(), fwd: newForwarder(cfg.ID), table: commands.New(), started: time.Now(), start: newStartup(), slowlog: newSlowlog()}
+	s := &Server{cfg: cfg, log: cfg.Logger, tls: ctls, waits: w, lists: newListWaits(), pubsub: newPubsub(), tracking: newTracker(), fwd: newForwarder(cfg.ID), table: commands.New(), started: time.Now(), start: newStartup(), slowlog: newSlowlog()}
 	s.gitSHA, _ = gitRevision()
 	s.auth = newAuthenticator(cfg.RequirePass, &s.users)
 	s.clock = session.NewClock(0)
@@ -238,6 +240,7 @@ func (s *Server) Applied(t int64, ev lockstate.Events) {
 	s.waits.deliver(ev.Wakes)
 	s.lists.notify(ev.Pushed, false)
 	s.pubsub.deliver(ev.Messages)
+	s.tracking.applied(ev.Changes)
 	s.ticker.Kick()
 }
 
@@ -254,6 +257,9 @@ func (s *Server) Restored(applied uint64, read func(fn func(*lockstate.State))) 
 		s.users.refresh(st)
 	})
 	s.lists.notify(nil, true)
+	// The entries the snapshot stands for were never seen here: every
+	// cached key may have changed.
+	s.tracking.flushAll()
 }
 
 // Serve runs until ctx is cancelled, then shuts down gracefully: stop
