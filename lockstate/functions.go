@@ -441,7 +441,7 @@ func (s *State) fcall(a [][]byte, ro bool, user string, unix, now int64) reply.V
 		args[i] = string(x)
 	}
 	_, body, _ := script.ParseLibrary(lib.code)
-	env := scriptEnv{s: s, now: now, unix: unix, user: user, readOnly: ro || noWrites}
+	env := newScriptEnv(s, now, unix, user, ro || noWrites)
 	v := s.engine.CallFunction(body, fn.Name, args[:n], args[n:], env, int64(s.index))
 	return capDepth(v, 0)
 }

@@ -286,3 +286,22 @@ func FuzzFunctionLoad(f *testing.F) {
 		}
 	})
 }
+
+// Every command a script may call runs from a function too, RANDOMKEY
+// among them (Redis's suite: "Scripts can run non-deterministic
+// commands"): a function's environment once lacked RANDOMKEY's draw
+// counter, and the FCALL panicked the state machine, on every replica.
+func TestFunctionCallsRandomKey(t *testing.T) {
+	a := newApplier(t)
+	a.apply(Entry{Op: OpNodeJoin, Node: "n1", RaftAddr: "r:1", Addr: "a:1", Version: MaxVersion})
+	a.apply(Entry{Op: OpSetVersion, Version: 3})
+	a.apply(Entry{Op: OpExec, Args: []string{"SET", "k", "v"}})
+	lib := "#!lua name=rk\nredis.register_function('rk', function() redis.pcall('randomkey') return redis.call('randomkey') end)"
+	if r := a.apply(Entry{Op: OpExec, Args: []string{"FUNCTION", "LOAD", lib}}); r.Reply.IsError() {
+		t.Fatalf("FUNCTION LOAD: %v", r.Reply)
+	}
+	r := a.apply(Entry{Op: OpExec, Args: []string{"FCALL", "rk", "0"}})
+	if r.Reply.Kind != reply.KindBulk || r.Reply.Str != "k" {
+		t.Fatalf("FCALL rk = %+v, want the one key", r.Reply)
+	}
+}

@@ -249,7 +249,7 @@ func (s *State) runScript(ev commands.Eval, sb script.Shebang, ro bool, user str
 	if ro && sb.Present && !sb.Has(script.FlagNoWrites) {
 		return errROWriteFlag
 	}
-	env := scriptEnv{s: s, now: now, unix: unix, user: user, readOnly: ro || sb.Has(script.FlagNoWrites), draws: new(uint64)}
+	env := newScriptEnv(s, now, unix, user, ro || sb.Has(script.FlagNoWrites))
 	v := s.engine.RunAt(ev.Body, ev.Keys, ev.Argv, env, int64(s.index), s.Version())
 	return capDepth(v, 0)
 }
@@ -290,6 +290,13 @@ type scriptEnv struct {
 	// draws counts the script's RANDOMKEYs: each is a new draw from the
 	// entry's index, the same on every replica (randomDraw).
 	draws *uint64
+}
+
+// newScriptEnv is the one way to make a scriptEnv, so that none lacks its
+// RANDOMKEY counter (a function's env once did, and a RANDOMKEY inside
+// FCALL panicked the state machine on every replica).
+func newScriptEnv(s *State, now, unix int64, user string, readOnly bool) scriptEnv {
+	return scriptEnv{s: s, now: now, unix: unix, user: user, readOnly: readOnly, draws: new(uint64)}
 }
 
 func (e scriptEnv) Call(args []string) reply.Value {
