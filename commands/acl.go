@@ -86,7 +86,7 @@ var groups = map[string]Cats{
 	"hset": CatHash, "hget": CatHash, "hincrby": CatHash, "hexists": CatHash, "hdel": CatHash, "hgetall": CatHash, "hlen": CatHash,
 	"rename": CatKeyspace, "renamenx": CatKeyspace, "copy": CatKeyspace, "flushall": CatKeyspace, "flushdb": CatKeyspace,
 	"move": CatKeyspace, "swapdb": CatKeyspace, "touch": CatKeyspace, "randomkey": CatKeyspace, "object": CatKeyspace,
-	"lpush": CatList, "rpush": CatList, "lpop": CatList, "llen": CatList, "blpop": CatList,
+	"lpush": CatList, "rpush": CatList, "lpop": CatList, "llen": CatList, "lrange": CatList, "blpop": CatList,
 	"eval": CatScripting, "evalsha": CatScripting, "script": CatScripting,
 	"eval_ro": CatScripting, "evalsha_ro": CatScripting,
 	"function": CatScripting, "fcall": CatScripting, "fcall_ro": CatScripting,
@@ -113,7 +113,7 @@ var slow = map[string]bool{
 	"rename": true, "copy": true, "flushall": true, "flushdb": true, "randomkey": true, "object": true,
 	"exec":       true,
 	"psubscribe": true, "punsubscribe": true, "pubsub": true,
-	"function": true, "fcall": true, "fcall_ro": true,
+	"function": true, "fcall": true, "fcall_ro": true, "lrange": true,
 }
 
 // dangerous are Redis's @dangerous commands that need no admin permission

@@ -191,6 +191,7 @@ func New() *Table {
 		{"rpush", -3, Write | Ahead | Keyspace | DenyOOM},
 		{"lpop", -2, Write | Ahead | Keyspace},
 		{"llen", 2, Read | Keyspace},
+		{"lrange", 4, Read | Keyspace},
 		{"blpop", -3, Write | Ahead | Keyspace | Blocking},
 		// Whole keys (issue 21, cluster version 3): keyspace.go.
 		{"rename", 3, Write | Ahead | Keyspace},
@@ -306,6 +307,7 @@ var sinceVersion = map[string]int64{
 	"multi": 3, "exec": 3, "discard": 3, "watch": 3, "unwatch": 3, "raft.watch": 3,
 	"psubscribe": 3, "punsubscribe": 3, "pubsub": 3,
 	"function": 3, "fcall": 3, "fcall_ro": 3,
+	"lrange": 3,
 }
 
 // Lookup finds a command by name, case-insensitively.

@@ -59,6 +59,8 @@ func readHandler(name string) handler {
 		return cmdHgetall
 	case "llen":
 		return cmdLlen
+	case "lrange":
+		return cmdLrange
 	case "strlen":
 		return cmdStrlen
 	case "hlen":

@@ -272,6 +272,40 @@ func cmdBlpop(s *State, a [][]byte, now int64) reply.Value {
 func cmdHlen(s *State, a [][]byte, now int64) reply.Value { return lengthOf(s, a[1], kvHash, now) }
 func cmdLlen(s *State, a [][]byte, now int64) reply.Value { return lengthOf(s, a[1], kvList, now) }
 
+// cmdLrange is LRANGE key start stop, in Redis 7.0's order: the indexes
+// (not an integer), then the key (missing: an empty array), then its type.
+// Negative indexes count from the tail; the range is clipped to the list.
+func cmdLrange(s *State, a [][]byte, now int64) reply.Value {
+	start, err1 := commands.ParseInt(a[2])
+	stop, err2 := commands.ParseInt(a[3])
+	if err1 != nil || err2 != nil {
+		return errNotInt
+	}
+	k, ok := s.typed(string(a[1]), kvList, now)
+	switch {
+	case !ok:
+		return errWrongType
+	case k == nil:
+		return reply.Array()
+	}
+	n := int64(len(k.list))
+	if start < 0 {
+		start = max(n+start, 0)
+	}
+	if stop < 0 {
+		stop = n + stop
+	}
+	if start > stop || start >= n {
+		return reply.Array()
+	}
+	stop = min(stop, n-1)
+	out := make([]reply.Value, 0, stop-start+1)
+	for _, v := range k.list[start : stop+1] {
+		out = append(out, reply.BulkString(v))
+	}
+	return reply.Array(out...)
+}
+
 // lengthOf is STRLEN, HLEN and LLEN: the length of key name if it has type
 // t, 0 if there is none, WRONGTYPE for another type or a held lock.
 func lengthOf(s *State, name []byte, t kvType, now int64) reply.Value {

@@ -113,6 +113,15 @@ func dkCases() []dkCase {
 	}
 	all := "none str int ttl hash list listttl both dstttl dsthash dstonly"
 
+	// LRANGE (the one list read Redis's unit/multi needs first): every
+	// clipping of a three-element list, bad indexes, other types.
+	add("list none str hash", "LRANGE", dkSrc)
+	add("list", "LRANGE", dkSrc, "0", "-1", "x")
+	for _, r := range [][2]string{{"0", "-1"}, {"0", "0"}, {"1", "2"}, {"-2", "-1"}, {"-100", "100"}, {"2", "1"},
+		{"3", "5"}, {"-1", "-3"}, {"0", "-4"}, {"-9223372036854775808", "9223372036854775807"}, {"x", "1"}, {"0", "1.5"}, {"", "0"}} {
+		scripted("list listttl none str hash", 1, "LRANGE", dkSrc, r[0], r[1])
+	}
+
 	// Arity.
 	for _, c := range [][]string{{"RENAME"}, {"RENAME", dkSrc}, {"RENAME", dkSrc, dkDst, "x"}, {"RENAMENX", dkSrc},
 		{"RENAMENX", dkSrc, dkDst, "x"}, {"COPY", dkSrc}, {"COPY"}, {"MOVE", dkSrc}, {"MOVE", dkSrc, "0", "x"}, {"SWAPDB", "0"},
