@@ -13,7 +13,8 @@
 # or, on Debian 12, the source package
 #   apt-get source --download-only redis && tar xzf redis_7.0.15.orig.tar.gz
 # Without it the script says so and exits 0 (CI has no Redis tree). It needs
-# tclsh (Debian: tcl) and redis-server 7 on PATH.
+# tclsh (Debian: tcl) and redis-server 7 on PATH. SUITE_TIMEOUT bounds
+# each file's run, in seconds (default 1800).
 #
 # The options are the ones an external server needs and nothing that hides
 # a semantic difference: --singledb (fenced has database 0 only), --durable
@@ -66,10 +67,10 @@ waitping() { # port: until PONG, 20 s at most
 # its output, colours removed, goes to $OUT/TARGET-FILE.txt.
 run() {
   local log="$OUT/$1-${2//\//_}.txt"
-  (cd "$SRC" && timeout 1800 tclsh tests/test_helper.tcl --host 127.0.0.1 --port "$3" \
+  (cd "$SRC" && timeout "${SUITE_TIMEOUT:-1800}" tclsh tests/test_helper.tcl --host 127.0.0.1 --port "$3" \
       --singledb --durable --ignore-encoding --ignore-digest \
       --tags -needs:debug --tags -needs:repl --tags -needs:save \
-      --single "$2" 2>&1) | sed -e 's/\x1b\[[0-9;]*m//g' >"$log" || true
+      --single "$2" 2>&1) | sed -u -e 's/\x1b\[[0-9;]*m//g' >"$log" || true
 }
 
 # names TARGET FILE STATUS: the names of the tests with that status.
