@@ -318,31 +318,10 @@ func (r *runner) callFunction(lib *libraryRun, cb lua.LValue, keys, args []strin
 	// A function has no KEYS and ARGV globals (release puts them back).
 	r.realG.RawSetString("KEYS", lua.LNil)
 	r.realG.RawSetString("ARGV", lua.LNil)
-	array := func(vals []string) *lua.LTable {
-		t := L.CreateTable(len(vals), 0)
-		for i, v := range vals {
-			t.RawSetInt(i+1, lua.LString(v))
-		}
-		return t
-	}
 	L.Push(cb)
-	L.Push(array(keys))
-	L.Push(array(args))
-	err := L.PCall(2, 1, r.handler)
-	if r.panicked {
-		panic(r.envPanic)
-	}
-	if r.exhausted != "" {
-		return reply.Error(r.exhausted)
-	}
-	if err != nil {
-		return r.errorReply(err)
-	}
-	rep := r.toReply(L.Get(-1), 0)
-	if r.exhausted != "" {
-		return reply.Error(r.exhausted)
-	}
-	return rep
+	L.Push(r.array(keys))
+	L.Push(r.array(args))
+	return r.pcallReply(2)
 }
 
 // registerFunction is redis.register_function (function_lua.c's

@@ -636,7 +636,14 @@ func (r *runner) run(prog *program, keys, argv []string) reply.Value {
 	for _, h := range r.helpers {
 		L.Push(h)
 	}
-	err := L.PCall(len(r.helpers), 1, r.handler)
+	return r.pcallReply(len(r.helpers))
+}
+
+// pcallReply calls the function below nargs arguments on the stack and
+// converts its result: a panic of the environment goes on up, a work limit
+// reached (during the call or the conversion) is the script's error.
+func (r *runner) pcallReply(nargs int) reply.Value {
+	err := r.L.PCall(nargs, 1, r.handler)
 	if r.panicked {
 		panic(r.envPanic)
 	}
@@ -646,18 +653,24 @@ func (r *runner) run(prog *program, keys, argv []string) reply.Value {
 	if err != nil {
 		return r.errorReply(err)
 	}
-	rep := r.toReply(L.Get(-1), 0)
+	rep := r.toReply(r.L.Get(-1), 0)
 	if r.exhausted != "" {
 		return reply.Error(r.exhausted)
 	}
 	return rep
 }
 
-func (r *runner) setGlobalArray(name string, vals []string) {
+// array is vals as a Lua array.
+func (r *runner) array(vals []string) *lua.LTable {
 	t := r.L.CreateTable(len(vals), 0)
 	for i, v := range vals {
 		t.RawSetInt(i+1, lua.LString(v))
 	}
+	return t
+}
+
+func (r *runner) setGlobalArray(name string, vals []string) {
+	t := r.array(vals)
 	r.realG.RawSetString(name, t)
 }
 
