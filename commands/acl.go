@@ -92,7 +92,7 @@ var groups = map[string]Cats{
 	"function": CatScripting, "fcall": CatScripting, "fcall_ro": CatScripting,
 	"publish": CatPubsub, "subscribe": CatPubsub, "unsubscribe": CatPubsub,
 	"psubscribe": CatPubsub, "punsubscribe": CatPubsub, "pubsub": CatPubsub,
-	"raft.snapshot": CatAdmin, "raft.status": CatAdmin, "raft.hash": CatAdmin, "raft.backup": CatAdmin, "raft.join": CatAdmin,
+	"raft.snapshot": CatAdmin, "save": CatAdmin, "bgsave": CatAdmin, "shutdown": CatAdmin, "raft.status": CatAdmin, "raft.hash": CatAdmin, "raft.backup": CatAdmin, "raft.join": CatAdmin,
 	"raft.remove": CatAdmin, "raft.transfer": CatAdmin, "raft.propose": CatAdmin, "raft.link": CatAdmin, "raft.user": CatAdmin,
 	"cluster": CatConnection, "ping": CatConnection, "echo": CatConnection, "auth": CatConnection,
 	"hello": CatConnection, "select": CatConnection, "quit": CatConnection, "reset": CatConnection,

@@ -63,7 +63,7 @@ func TestEveryCommandHasAGroup(t *testing.T) {
 	}
 	for _, name := range []string{"raft.snapshot", "raft.status", "raft.hash", "raft.backup", "raft.join", "raft.remove", "raft.transfer",
 		"raft.propose", "raft.link", "raft.user", "raft.watch", "lock.forceunlock", "session.list", "keys", "config", "slowlog", "latency",
-		"flushall", "flushdb"} {
+		"flushall", "flushdb", "save", "bgsave", "shutdown"} {
 		if !admin[name] {
 			t.Errorf("%s is not admin", name)
 		}

@@ -66,6 +66,9 @@ const (
 	// refuses them with -OOM once the state is at --maxmemory (Redis's
 	// denyoom flag). Reads, deletes and releases never carry it.
 	DenyOOM
+	// NoMulti commands are refused inside MULTI (Redis's no-multi: SAVE,
+	// SHUTDOWN), which the transaction then fails with EXECABORT.
+	NoMulti
 )
 
 // Spec is one row of the command table.
@@ -234,6 +237,11 @@ func New() *Table {
 		{"pubsub", -2, Conn},
 		// Cluster administration.
 		{"raft.snapshot", 1, Admin | Conn},
+		// Redis's persistence and shutdown commands, on this node
+		// (server/persist.go): SAVE is RAFT.SNAPSHOT in Redis's words.
+		{"save", 1, Admin | Conn | NoMulti},
+		{"bgsave", -1, Admin | Conn},
+		{"shutdown", -1, Admin | Conn | NoMulti},
 		{"raft.status", 1, Admin | Conn},
 		{"raft.hash", 1, Admin | Conn},
 		// A Read: the leader serves it after a linearizable read's checks,

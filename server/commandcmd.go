@@ -176,7 +176,7 @@ func commandInfo(spec *commands.Spec) resp.Value {
 	for _, f := range []struct {
 		flag commands.Flags
 		name string
-	}{{commands.Write, "write"}, {commands.Read, "readonly"}, {commands.Admin, "admin"}, {commands.DenyOOM, "denyoom"}, {commands.Blocking, "blocking"}, {commands.NoAuth, "no_auth"}} {
+	}{{commands.Write, "write"}, {commands.Read, "readonly"}, {commands.Admin, "admin"}, {commands.DenyOOM, "denyoom"}, {commands.Blocking, "blocking"}, {commands.NoAuth, "no_auth"}, {commands.NoMulti, "no_multi"}} {
 		if spec.Has(f.flag) {
 			flags = append(flags, resp.SimpleString(f.name))
 		}

@@ -162,7 +162,7 @@ func (s *Server) inTransaction(c *resp.Conn, st *connState, spec *commands.Spec,
 // command queued then, since the queue could grow without bound), or the
 // transaction would outgrow one entry.
 func (s *Server) queueable(c *resp.Conn, st *connState, spec *commands.Spec, args [][]byte) error {
-	if !spec.Has(commands.Keyspace) && !spec.Has(commands.Conn) || spec.Has(commands.Peer) {
+	if !spec.Has(commands.Keyspace) && !spec.Has(commands.Conn) || spec.Has(commands.Peer) || spec.Has(commands.NoMulti) {
 		return ErrNotInMulti
 	}
 	if s.overMemory() {

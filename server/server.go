@@ -67,6 +67,11 @@ type Server struct {
 	// version is the highest cluster version this node has seen applied
 	// (version.go: clusterVersion); it only rises.
 	version atomic.Int64
+	// bgsaving is set while SAVE or BGSAVE snapshots (persist.go).
+	bgsaving atomic.Bool
+	// shutdownReq is closed by SHUTDOWN: Serve stops as on its context.
+	shutdownReq  chan struct{}
+	shutdownOnce sync.Once
 }
 
 // Start opens the node and starts serving clients on cfg.Listen and
@@ -92,7 +97,7 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, tls: ctls, waits: w, lists: newListWaits(), pubsub: newPubsub(), tracking: newTracker(), fwd: newForwarder(cfg.ID), table: commands.New(), started: time.Now(), start: newStartup(), slowlog: newSlowlog()}
+	s := &Server{cfg: cfg, log: cfg.Logger, tls: ctls, waits: w, lists: newListWaits(), pubsub: newPubsub(), tracking: newTracker(), fwd: newForwarder(cfg.ID), table: commands.New(), started: time.Now(), start: newStartup(), slowlog: newSlowlog(), shutdownReq: make(chan struct{})}
 	s.gitSHA, _ = gitRevision()
 	s.auth = newAuthenticator(cfg.RequirePass, &s.users)
 	s.clock = session.NewClock(0)
@@ -315,6 +320,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	var err error
 	select {
 	case <-ctx.Done():
+	case <-s.shutdownReq:
 	case err = <-errc:
 	}
 	// Half the bound for the connections, the rest for Raft and Pebble.

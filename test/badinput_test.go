@@ -142,6 +142,13 @@ func TestBadInputKeepsServing(t *testing.T) {
 		{"SCAN pattern of brackets", resp("SCAN", "0", "MATCH", strings.Repeat("[", 100000), "TYPE", strings.Repeat("t", 100000)), answered},
 		{"SCAN every option twice", resp("SCAN", "0", "MATCH", "s*", "MATCH", "\\", "COUNT", "1", "COUNT", "5", "TYPE", "string", "TYPE", "x"), answered},
 		{"KEYS 400 KiB pattern of stars", resp("KEYS", starry), answered},
+		// SHUTDOWN with any bad argument must answer and leave the node up.
+		{"SHUTDOWN 400 KiB argument", resp("SHUTDOWN", starry), answered},
+		{"SHUTDOWN SAVE NOSAVE", resp("SHUTDOWN", "SAVE", "NOSAVE"), answered},
+		{"SHUTDOWN ABORT FORCE", resp("SHUTDOWN", "ABORT", "FORCE"), answered},
+		{"SHUTDOWN NOW twice then junk", resp("SHUTDOWN", "NOW", "NOW", "\x00"), answered},
+		{"BGSAVE 400 KiB argument", resp("BGSAVE", starry), answered},
+		{"SAVE with an argument", resp("SAVE", "x"), answered},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -443,6 +443,7 @@ func TestCommandDocsAccepted(t *testing.T) {
 		"raft.join":     "changes the membership: cluster_membership_test.go",
 		"raft.remove":   "changes the membership",
 		"raft.transfer": "changes the leader",
+		"shutdown":      "stops the node: TestSaveAndShutdown",
 	}
 	shapeErrors := []string{"err syntax error", "err wrong number of arguments", "err unknown subcommand",
 		"err unknown command", "err unrecognized option", "unknown option", "syntax error in hello option"}
