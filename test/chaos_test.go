@@ -492,19 +492,23 @@ func TestChaosPlanted(t *testing.T) {
 		faults []string
 		every  time.Duration
 		cas    int // check-and-set clients besides the mutex's
+		fcall  int // FCALL clients besides
 	}{
-		{plant.StaleRead, []string{"isolate-random"}, 2 * time.Second, 0},
-		{plant.WaiterSession, []string{"kill-session"}, 2 * time.Second, 0},
-		{plant.MemoryTokens, []string{"kill-all"}, 6 * time.Second, 0},
-		{plant.LostIsFailure, []string{"deaf-leader"}, 3 * time.Second, 0},
-		{plant.NoAppliedIndex, []string{"kill-random", "kill-all"}, 3 * time.Second, 0},
-		{plant.NoDedup, []string{"transfer"}, 2 * time.Second, 0},
-		{plant.WallClockExpiry, []string{"transfer"}, 2 * time.Second, 0},
+		{plant.StaleRead, []string{"isolate-random"}, 2 * time.Second, 0, 0},
+		{plant.WaiterSession, []string{"kill-session"}, 2 * time.Second, 0, 0},
+		{plant.MemoryTokens, []string{"kill-all"}, 6 * time.Second, 0, 0},
+		{plant.LostIsFailure, []string{"deaf-leader"}, 3 * time.Second, 0, 0},
+		{plant.NoAppliedIndex, []string{"kill-random", "kill-all"}, 3 * time.Second, 0, 0},
+		{plant.NoDedup, []string{"transfer"}, 2 * time.Second, 0, 0},
+		{plant.WallClockExpiry, []string{"transfer"}, 2 * time.Second, 0, 0},
 		// Kills aimed at the head waiter at the paused holder's deadline.
-		{plant.DoubleGrant, []string{"kill-at-deadline"}, 2 * time.Second, 0},
+		{plant.DoubleGrant, []string{"kill-at-deadline"}, 2 * time.Second, 0, 0},
 		// Concurrent check-and-set on two counters: any EXEC that should
 		// have aborted loses an increment.
-		{plant.WatchesDropped, []string{"transfer"}, 3 * time.Second, 3},
+		{plant.WatchesDropped, []string{"transfer"}, 3 * time.Second, 3, 0},
+		// A cut-off follower still answers FCALL_RO from its own state,
+		// while the others' increments go on: a stale read.
+		{plant.FcallROLocal, []string{"isolate-random"}, 2 * time.Second, 0, 3},
 	} {
 		t.Run(string(pc.bug), func(t *testing.T) {
 			t.Parallel()
@@ -513,7 +517,7 @@ func TestChaosPlanted(t *testing.T) {
 				ok := t.Run(fmt.Sprintf("run%d", attempt), func(t *testing.T) {
 					r := chaosRun{
 						opts:    chaosOpts{nodes: 3, plant: pc.bug, offsets: []time.Duration{0, time.Minute, -time.Minute}},
-						clients: 6, locks: 2, ttl: 1500 * time.Millisecond, cas: pc.cas,
+						clients: 6, locks: 2, ttl: 1500 * time.Millisecond, cas: pc.cas, fcall: pc.fcall,
 						duration: 15 * time.Second, every: pc.every, faults: pc.faults,
 					}
 					rep = runChaos(t, r, chaosSeed(t))
