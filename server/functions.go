@@ -1,6 +1,8 @@
 package server
 
 import (
+	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/internal/plant"
 	"github.com/fenced/fenced/lockstate"
 	"github.com/fenced/fenced/resp"
 )
@@ -43,7 +45,21 @@ func (s *Server) fcallRO(c *resp.Conn, args [][]byte) resp.Value {
 		strs[i] = string(a)
 	}
 	user, _ := s.actor(c)
+	if plant.On(plant.FcallROLocal) {
+		// The planted bug: this node answers from what it has applied.
+		var v resp.Value
+		s.node.Local(func(st *lockstate.State) {
+			v = resp.FromReply(st.FcallRO(strs, user, max(st.Time(), s.clock.Now())))
+		})
+		return v
+	}
 	return s.read(c.Context(), func(st *lockstate.State, now int64) resp.Value {
 		return resp.FromReply(st.FcallRO(strs, user, now))
 	})
+}
+
+// fcallROLocal reports whether the planted FcallROLocal keeps spec, FCALL_RO,
+// on the node the client asked instead of forwarding it to the leader.
+func fcallROLocal(spec *commands.Spec) bool {
+	return spec.Name == "fcall_ro" && plant.On(plant.FcallROLocal)
 }

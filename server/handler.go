@@ -283,7 +283,7 @@ func (s *Server) leaderOnly(c *resp.Conn, spec *commands.Spec) bool {
 	if !fromClient(c) {
 		return false
 	}
-	return spec.Has(commands.Leader) || (spec.Has(commands.Read) && !plant.On(plant.StaleRead))
+	return spec.Has(commands.Leader) || (spec.Has(commands.Read) && !plant.On(plant.StaleRead) && !fcallROLocal(spec))
 }
 
 // propose commits e, here or through the leader, and turns its result into

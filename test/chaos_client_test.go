@@ -169,11 +169,12 @@ type histOp struct {
 	Client  int
 	Kind    string // open, heartbeat, acquire, release, fence
 	Lock    string
-	Session string
-	TTL     int64 // open: ms
-	Token   int64 // acquire: granted; release: the FENCE sent; fence: read
-	Null    bool  // acquire: held by another / timed out; fence: free
-	Count   int64 // release: holds left
+	Session string // fcall: the call's marker key
+	Expect  string // fcall: the value its increment required, "" for none
+	TTL     int64  // open: ms
+	Token   int64  // acquire: granted; release: the FENCE sent; fence: read; fcall: the value left
+	Null    bool   // acquire: held by another / timed out; fence: free
+	Count   int64  // release: holds left; fcall: the value found; fcall_ro: the value read
 	Err     string
 	Outcome outcome
 	Call    int64

@@ -26,6 +26,7 @@ type chaosRun struct {
 	limit    int64
 	keys     bool          // the SET NX PX workload instead of FLOCK
 	cas      int           // check-and-set clients besides (chaos_cas_test.go)
+	fcall    int           // FCALL clients besides (chaos_fcall_test.go)
 	duration time.Duration // of faults; a quiet second half follows
 	every    time.Duration // between faults
 	faults   []string
@@ -94,7 +95,7 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 		// admin; the nemesis is the default user.
 		w.password, w.users = r.opts.password, true
 		admin := cc.leader(30 * time.Second).client(t)
-		for id := range r.clients + r.cas {
+		for id := range r.clients + r.cas + r.fcall {
 			user, pass := w.cred(id)
 			if _, err := do(tctx(t), admin, "ACL", "SETUSER", user, "on", ">"+pass, "+@all", "-@admin", "~*", "&*"); err != nil {
 				t.Fatalf("ACL SETUSER %s: %v", user, err)
@@ -122,6 +123,16 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 			defer wg.Done()
 			w.runCAS(ctx, r.clients+i, seed, counters)
 		}()
+	}
+	if r.fcall > 0 {
+		loadChaosLibrary(t, cc)
+		for i := range r.fcall {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w.runFcall(ctx, r.clients+r.cas+i, seed)
+			}()
+		}
 	}
 	term0 := maxTerm(cc)
 	nm := &nemesis{cc: cc, w: w, h: h, rng: newRand(seed, 99), faults: r.faults, first: r.first, ttl: r.ttl, counts: make(map[string]int),
@@ -167,7 +178,7 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 
 	// Linearizability of each lock, with the session (or key TTL) bounds.
 	all := ops
-	ops = slices.DeleteFunc(slices.Clone(ops), func(op histOp) bool { return casKinds[op.Kind] })
+	ops = slices.DeleteFunc(slices.Clone(ops), func(op histOp) bool { return casKinds[op.Kind] || fnKinds[op.Kind] })
 	model, byLock := lockModel(newSessionBounds(ops)), lockOperations(ops, r.limit)
 	if r.keys {
 		model, byLock = keyLockModel(newKeyBounds(ops)), keyOperations(ops)
@@ -203,6 +214,36 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 			}
 		}
 		verdict("check-and-set", lost)
+	}
+	if r.fcall > 0 {
+		var bad []string
+		fm := fnModel()
+		rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
+		found := resolveFcalls(rctx, w, all)
+		rcancel()
+		ran, unknown := 0, 0
+		for _, op := range all {
+			if op.Kind == "fcall" && op.Outcome == outUnknown {
+				unknown++
+				if found[op.Session].ran {
+					ran++
+				}
+			}
+		}
+		t.Logf("fcall: %d increments of unknown outcome; their markers show %d ran, %d did not, %d unread", unknown, ran, len(found)-ran, unknown-len(found))
+		for key, pops := range fnOperations(all, found) {
+			res, info := porcupine.CheckOperationsVerbose(fm, pops, checkTimeout)
+			switch res {
+			case porcupine.Illegal:
+				path := filepath.Join(chaosArtifacts(t), strings.ReplaceAll(t.Name(), "/", "_")+"-"+key+".html")
+				porcupine.VisualizePath(fm, info, path)
+				bad = append(bad, fmt.Sprintf("counter %s: FCALL history not linearizable (%d ops); visualisation %s", key, len(pops), path))
+			case porcupine.Unknown:
+				bad = append(bad, fmt.Sprintf("counter %s: check timed out (%d ops)", key, len(pops)))
+			}
+		}
+		verdict("fcall", bad)
+		verdict("library intact", librariesIntact(w))
 	}
 	verdict("tokens increase", checkTokens(ops))
 	var store []string
@@ -386,14 +427,15 @@ func TestChaos(t *testing.T) {
 		keys   bool
 		secure bool
 		cas    int // check-and-set clients besides
-	}{{"mutex", 0, false, true, 0}, {"reentrant", 2, false, false, 0}, {"setnx", 0, true, false, 2}} {
+		fcall  int // FCALL clients besides
+	}{{"mutex", 0, false, true, 0, 0}, {"reentrant", 2, false, false, 0, 2}, {"setnx", 0, true, false, 2, 0}} {
 		for i := range runs {
 			t.Run(fmt.Sprintf("%s/%d", v.name, i), func(t *testing.T) {
 				t.Parallel()
 				r := chaosRun{
 					opts: chaosOpts{nodes: 3, plant: bug, offsets: []time.Duration{0, time.Minute, -time.Minute},
 						extra: []string{"--snapshot-threshold", "300", "--trailing-logs", "50"}},
-					clients: 6, locks: 3, ttl: 1500 * time.Millisecond, limit: v.limit, keys: v.keys, cas: v.cas,
+					clients: 6, locks: 3, ttl: 1500 * time.Millisecond, limit: v.limit, keys: v.keys, cas: v.cas, fcall: v.fcall,
 					duration: d, every: 3 * time.Second, faults: allFaults,
 					// A paused client, then session kills aimed at the head
 					// waiter at a paused holder's deadline (chaos_deadline_test.go),
@@ -450,19 +492,23 @@ func TestChaosPlanted(t *testing.T) {
 		faults []string
 		every  time.Duration
 		cas    int // check-and-set clients besides the mutex's
+		fcall  int // FCALL clients besides
 	}{
-		{plant.StaleRead, []string{"isolate-random"}, 2 * time.Second, 0},
-		{plant.WaiterSession, []string{"kill-session"}, 2 * time.Second, 0},
-		{plant.MemoryTokens, []string{"kill-all"}, 6 * time.Second, 0},
-		{plant.LostIsFailure, []string{"deaf-leader"}, 3 * time.Second, 0},
-		{plant.NoAppliedIndex, []string{"kill-random", "kill-all"}, 3 * time.Second, 0},
-		{plant.NoDedup, []string{"transfer"}, 2 * time.Second, 0},
-		{plant.WallClockExpiry, []string{"transfer"}, 2 * time.Second, 0},
+		{plant.StaleRead, []string{"isolate-random"}, 2 * time.Second, 0, 0},
+		{plant.WaiterSession, []string{"kill-session"}, 2 * time.Second, 0, 0},
+		{plant.MemoryTokens, []string{"kill-all"}, 6 * time.Second, 0, 0},
+		{plant.LostIsFailure, []string{"deaf-leader"}, 3 * time.Second, 0, 0},
+		{plant.NoAppliedIndex, []string{"kill-random", "kill-all"}, 3 * time.Second, 0, 0},
+		{plant.NoDedup, []string{"transfer"}, 2 * time.Second, 0, 0},
+		{plant.WallClockExpiry, []string{"transfer"}, 2 * time.Second, 0, 0},
 		// Kills aimed at the head waiter at the paused holder's deadline.
-		{plant.DoubleGrant, []string{"kill-at-deadline"}, 2 * time.Second, 0},
+		{plant.DoubleGrant, []string{"kill-at-deadline"}, 2 * time.Second, 0, 0},
 		// Concurrent check-and-set on two counters: any EXEC that should
 		// have aborted loses an increment.
-		{plant.WatchesDropped, []string{"transfer"}, 3 * time.Second, 3},
+		{plant.WatchesDropped, []string{"transfer"}, 3 * time.Second, 3, 0},
+		// A cut-off follower still answers FCALL_RO from its own state,
+		// while the others' increments go on: a stale read.
+		{plant.FcallROLocal, []string{"isolate-random"}, 2 * time.Second, 0, 3},
 	} {
 		t.Run(string(pc.bug), func(t *testing.T) {
 			t.Parallel()
@@ -471,7 +517,7 @@ func TestChaosPlanted(t *testing.T) {
 				ok := t.Run(fmt.Sprintf("run%d", attempt), func(t *testing.T) {
 					r := chaosRun{
 						opts:    chaosOpts{nodes: 3, plant: pc.bug, offsets: []time.Duration{0, time.Minute, -time.Minute}},
-						clients: 6, locks: 2, ttl: 1500 * time.Millisecond, cas: pc.cas,
+						clients: 6, locks: 2, ttl: 1500 * time.Millisecond, cas: pc.cas, fcall: pc.fcall,
 						duration: 15 * time.Second, every: pc.every, faults: pc.faults,
 					}
 					rep = runChaos(t, r, chaosSeed(t))

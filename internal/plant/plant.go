@@ -62,9 +62,13 @@ const (
 	// state machine (as a slip in forwarding or in the entry's encoding
 	// would): EXEC never aborts, and check-and-set loses increments.
 	WatchesDropped Bug = "watches-dropped"
+	// FcallROLocal serves FCALL_RO on any node from what that node has
+	// applied, as Redis lets a replica serve it, without the leader's read
+	// barrier: a follower cut off or behind answers with old values.
+	FcallROLocal Bug = "fcall-ro-local"
 )
 
 // All lists every planted bug.
 func All() []Bug {
-	return []Bug{StaleRead, WaiterSession, MemoryTokens, LostIsFailure, NoAppliedIndex, NoDedup, WallClockExpiry, DoubleGrant, AuthSkipped, VersionLie, PeerUnverified, AdminSkipped, OwnershipIgnored, WatchesDropped}
+	return []Bug{StaleRead, WaiterSession, MemoryTokens, LostIsFailure, NoAppliedIndex, NoDedup, WallClockExpiry, DoubleGrant, AuthSkipped, VersionLie, PeerUnverified, AdminSkipped, OwnershipIgnored, WatchesDropped, FcallROLocal}
 }
