@@ -32,6 +32,7 @@ const (
 	CatFencedlock
 	CatSession
 	CatTransaction
+	CatSet
 	catEnd
 )
 
@@ -39,7 +40,7 @@ const (
 const CatAll = catEnd - 1
 
 var catNames = [...]string{"keyspace", "read", "write", "string", "hash", "list", "pubsub", "admin",
-	"fast", "slow", "blocking", "dangerous", "connection", "scripting", "fencedlock", "session", "transaction"}
+	"fast", "slow", "blocking", "dangerous", "connection", "scripting", "fencedlock", "session", "transaction", "set"}
 
 // CatNames lists the categories in ACL CAT's order.
 func CatNames() []string { return catNames[:] }
@@ -86,6 +87,8 @@ var groups = map[string]Cats{
 	"hset": CatHash, "hget": CatHash, "hincrby": CatHash, "hexists": CatHash, "hdel": CatHash, "hgetall": CatHash, "hlen": CatHash,
 	"rename": CatKeyspace, "renamenx": CatKeyspace, "copy": CatKeyspace, "flushall": CatKeyspace, "flushdb": CatKeyspace,
 	"move": CatKeyspace, "swapdb": CatKeyspace, "touch": CatKeyspace, "randomkey": CatKeyspace, "object": CatKeyspace,
+	"sadd": CatSet, "srem": CatSet, "spop": CatSet, "smembers": CatSet, "sismember": CatSet, "smismember": CatSet,
+	"scard": CatSet, "srandmember": CatSet,
 	"lpush": CatList, "rpush": CatList, "lpop": CatList, "llen": CatList, "lrange": CatList, "blpop": CatList,
 	"eval": CatScripting, "evalsha": CatScripting, "script": CatScripting,
 	"eval_ro": CatScripting, "evalsha_ro": CatScripting,
@@ -114,6 +117,7 @@ var slow = map[string]bool{
 	"exec":       true,
 	"psubscribe": true, "punsubscribe": true, "pubsub": true,
 	"function": true, "fcall": true, "fcall_ro": true, "lrange": true,
+	"smembers": true, "srandmember": true,
 }
 
 // dangerous are Redis's @dangerous commands that need no admin permission

@@ -39,7 +39,7 @@ func TestKeyspaceCommandCategories(t *testing.T) {
 // @slow; the admin set is the one the security contract names.
 func TestEveryCommandHasAGroup(t *testing.T) {
 	tb := New()
-	const group = CatKeyspace | CatString | CatHash | CatList | CatPubsub | CatAdmin | CatConnection | CatScripting | CatFencedlock | CatSession | CatTransaction
+	const group = CatKeyspace | CatString | CatHash | CatList | CatSet | CatPubsub | CatAdmin | CatConnection | CatScripting | CatFencedlock | CatSession | CatTransaction
 	for _, s := range tb.All() {
 		c := s.Cats
 		if c&group == 0 {

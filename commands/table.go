@@ -190,6 +190,15 @@ func New() *Table {
 		{"hdel", -3, Write | Ahead | Keyspace},
 		{"hgetall", 2, Read | Keyspace},
 		{"hlen", 2, Read | Keyspace},
+		// Sets (cluster version 3): lockstate/sets.go.
+		{"sadd", -3, Write | Ahead | Keyspace | DenyOOM},
+		{"srem", -3, Write | Ahead | Keyspace},
+		{"spop", -2, Write | Ahead | Keyspace},
+		{"smembers", 2, Read | Keyspace},
+		{"sismember", 3, Read | Keyspace},
+		{"smismember", -3, Read | Keyspace},
+		{"scard", 2, Read | Keyspace},
+		{"srandmember", -2, Read | Keyspace},
 		{"lpush", -3, Write | Ahead | Keyspace | DenyOOM},
 		{"rpush", -3, Write | Ahead | Keyspace | DenyOOM},
 		{"lpop", -2, Write | Ahead | Keyspace},
@@ -316,6 +325,7 @@ var sinceVersion = map[string]int64{
 	"psubscribe": 3, "punsubscribe": 3, "pubsub": 3,
 	"function": 3, "fcall": 3, "fcall_ro": 3,
 	"lrange": 3,
+	"sadd":   3, "srem": 3, "spop": 3, "smembers": 3, "sismember": 3, "smismember": 3, "scard": 3, "srandmember": 3,
 }
 
 // Lookup finds a command by name, case-insensitively.

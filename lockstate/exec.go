@@ -71,6 +71,16 @@ func readHandler(name string) handler {
 		return cmdRandomKey
 	case "object":
 		return cmdObject
+	case "smembers":
+		return cmdSmembers
+	case "sismember":
+		return cmdSismember
+	case "smismember":
+		return cmdSmismember
+	case "scard":
+		return cmdScard
+	case "srandmember":
+		return cmdSrandmember
 	}
 	return nil
 }
@@ -125,6 +135,12 @@ func writeHandler(name string) handler {
 		return cmdPush
 	case "lpop":
 		return cmdLpop
+	case "sadd":
+		return cmdSadd
+	case "srem":
+		return cmdSrem
+	case "spop":
+		return cmdSpop
 	case "blpop":
 		return cmdBlpop
 	case "eval":

@@ -109,6 +109,10 @@ func recount(s *State) int64 {
 			for _, e := range kv.list {
 				n += int64(len(e) + binary.MaxVarintLen64)
 			}
+		case kvSet:
+			for m := range kv.hash {
+				n += int64(len(m) + binary.MaxVarintLen64)
+			}
 		}
 		return nil
 	})
@@ -310,6 +314,15 @@ func checkInvariants(s *State) error {
 		case kvList:
 			if len(k.list) == 0 || k.hash != nil {
 				return fmt.Errorf("list %q empty", name)
+			}
+		case kvSet:
+			if len(k.fields) == 0 || len(k.fields) != len(k.hash) || k.list != nil {
+				return fmt.Errorf("set %q: %d members listed, %d in its map", name, len(k.fields), len(k.hash))
+			}
+			for _, m := range k.fields {
+				if v, ok := k.hash[m]; !ok || v != "" {
+					return fmt.Errorf("set %q: member %q listed, not in its map", name, m)
+				}
 			}
 		default:
 			return fmt.Errorf("key %q of type %d", name, k.typ)

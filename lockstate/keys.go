@@ -25,6 +25,7 @@ const (
 	kvString kvType = 1
 	kvHash   kvType = 2
 	kvList   kvType = 3
+	kvSet    kvType = 4 // from cluster version 3 (sets.go)
 )
 
 // kvKey is the record of one key.
@@ -32,10 +33,10 @@ type kvKey struct {
 	name    string
 	typ     kvType
 	str     string            // kvString
-	fields  []string          // kvHash: field names in insertion order, as Redis's small hashes reply them
-	hash    map[string]string // kvHash: field -> value
+	fields  []string          // kvHash, kvSet: field names (members) in insertion order, as Redis's small hashes reply them
+	hash    map[string]string // kvHash: field -> value; kvSet: member -> ""
 	list    []string          // kvList, never empty
-	size    int               // kvHash, kvList: the elements' share of the record, elemSize each
+	size    int               // kvHash, kvList, kvSet: the elements' share of the record, elemSize each
 	created int64             // log index of the entry that created the key: FENCE key
 	mod     uint64            // log index of the entry that last changed it, from version 3 (mods.go)
 	ttl     bool              // timer holds the deadline
@@ -52,6 +53,8 @@ func (t kvType) typeName() string {
 		return "hash"
 	case kvList:
 		return "list"
+	case kvSet:
+		return "set"
 	}
 	return "none"
 }
@@ -70,7 +73,7 @@ func (s *State) live(name string, now int64) *kvKey {
 func (s *State) newKey(name string, t kvType) *kvKey {
 	k := &kvKey{name: name, typ: t, created: int64(s.index)}
 	k.timer.key = k
-	if t == kvHash {
+	if t == kvHash || t == kvSet {
 		k.hash = make(map[string]string)
 	}
 	s.kv[name] = k
@@ -120,7 +123,7 @@ const MaxRecord = 4 << 20
 
 // ErrRecordTooLarge answers a push or HSET that would take its key's
 // record past MaxRecord; nothing changed.
-var ErrRecordTooLarge = reply.NewErr("ERR", "the key would grow past 4 MiB, the largest hash or list a key may hold")
+var ErrRecordTooLarge = reply.NewErr("ERR", "the key would grow past 4 MiB, the largest hash, list or set a key may hold")
 
 // elemSize is an element's (or a field's, or a value's) share of its
 // record: its bytes and, at most, its length prefix.
@@ -170,7 +173,8 @@ func (s *State) KeyFenceIfEq(name, value string, now int64) (int64, bool) {
 	return 0, false
 }
 
-// KeyType answers TYPE: "none", "string", "hash", "list" or "fencedlock".
+// KeyType answers TYPE: "none", "string", "hash", "list", "set" or
+// "fencedlock".
 func (s *State) KeyType(name string, now int64) string {
 	if s.locks[name] != nil {
 		return "fencedlock"
@@ -214,7 +218,8 @@ func (s *State) KeyCount(now int64) int {
 // Record of a key, k/<name>: version, type, created (varint), a deadline
 // flag (0, or 1 and the deadline as a varint), then by type: a string's
 // value; a hash's field count and its field, value pairs in insertion
-// order; a list's length and its elements.
+// order; a list's length and its elements; a set's size and its members in
+// insertion order.
 const prefixKV = "k/"
 
 func kvRecKey(name string) string { return prefixKV + name }
@@ -241,6 +246,11 @@ func appendKV(b []byte, k *kvKey) []byte {
 		b = appendUvarint(b, uint64(len(k.list)))
 		for _, e := range k.list {
 			b = appendString(b, e)
+		}
+	case kvSet:
+		b = appendUvarint(b, uint64(len(k.fields)))
+		for _, m := range k.fields {
+			b = appendString(b, m)
 		}
 	}
 	if k.mod != 0 { // from cluster version 3 (mods.go)
@@ -298,6 +308,21 @@ func (s *State) loadKV(name string, r *reader) error {
 		}
 		if n == 0 && r.err == nil {
 			r.fail(errors.New("empty list"))
+		}
+	case kvSet:
+		n := count()
+		k.hash = make(map[string]string, n)
+		for i := 0; i < n && r.err == nil; i++ {
+			m := r.str()
+			if _, dup := k.hash[m]; dup && r.err == nil {
+				r.fail(errors.New("set member twice"))
+			}
+			k.fields = append(k.fields, m)
+			k.hash[m] = ""
+			k.size += elemSize(m)
+		}
+		if n == 0 && r.err == nil {
+			r.fail(errors.New("empty set"))
 		}
 	default:
 		if r.err == nil {

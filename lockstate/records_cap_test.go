@@ -1,13 +1,14 @@
 package lockstate
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/fenced/fenced/reply"
 )
 
-// A hash or list record never grows past MaxRecord: the push or HSET that
+// A hash, list or set record never grows past MaxRecord: the push, HSET or SADD that
 // would take it there is refused and changes nothing; a pop or HDEL makes
 // room again; the bytes counted survive a reload; and the largest record
 // accepted encodes within what raftstore's snapshot reader takes
@@ -25,6 +26,13 @@ func TestRecordCap(t *testing.T) {
 		}
 		return r.Reply
 	}
+	// Sets came with cluster version 3.
+	for _, e := range []Entry{{Op: OpNodeJoin, Node: "n1", RaftAddr: "r:1", Addr: "a:1", Version: MaxVersion}, {Op: OpSetVersion, Version: 3}} {
+		index++
+		if _, err := s.Apply(index, e, w); err != nil {
+			t.Fatal(err)
+		}
+	}
 	refused := func(v reply.Value) bool {
 		return v.Kind == reply.KindError && strings.Contains(v.Str, "would grow past 4 MiB")
 	}
@@ -39,6 +47,7 @@ func TestRecordCap(t *testing.T) {
 			return []string{"HSET", "h", strings.Repeat("f", 8) + string(rune('a'+i%26)) + strings.Repeat("x", i/26), big}
 		},
 			[]string{"HDEL", "h", "ffffffffa"}},
+		{"set", func(i int) []string { return []string{"SADD", "s", strconv.Itoa(i) + big} }, []string{"SREM", "s", "0" + big}},
 	} {
 		n := 0
 		for ; n < 64; n++ {

@@ -24,6 +24,8 @@ package lockstate
 //	     match an empty name as Redis does
 //	   - Functions: FUNCTION, FCALL, FCALL_RO and the f/<library> records
 //	     (functions.go)
+//	   - sets: SADD, SREM, SPOP, SMEMBERS, SISMEMBER, SMISMEMBER, SCARD,
+//	     SRANDMEMBER and the set record, key type 4 (sets.go)
 const MaxVersion = 3
 
 // incrStep is what INCR adds: 1 at every version this binary knows.

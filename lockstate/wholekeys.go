@@ -125,7 +125,7 @@ func cmdCopy(s *State, a [][]byte, now int64) reply.Value {
 	n := s.newKey(p.Dst, k.typ)
 	n.str, n.size = k.str, k.size
 	switch k.typ {
-	case kvHash:
+	case kvHash, kvSet:
 		n.fields = append([]string(nil), k.fields...)
 		for f, v := range k.hash {
 			n.hash[f] = v
@@ -268,6 +268,7 @@ const (
 	intStrMax        = 20
 	hashListpackLen  = 512
 	hashListpackSize = 64
+	setIntsetLen     = 512 // set-max-intset-entries
 	sharedIntegers   = 10000
 	sharedRefCount   = 1<<31 - 1 // Redis's OBJ_SHARED_REFCOUNT
 )
@@ -277,9 +278,21 @@ const (
 // APPEND or SETRANGE made ("raw" in Redis), one INCRBYFLOAT made ("embstr"),
 // and a hash that has shrunk back below the limits ("hashtable") may
 // differ from Redis's answer for the same commands (docs/compatibility.md).
-// Lists are "quicklist" whatever their size, as in Redis 7.0.
+// Lists are "quicklist" whatever their size, as in Redis 7.0; a set is an
+// "intset" while it holds at most 512 members, each an integer, and a
+// "hashtable" otherwise (Redis 7.0 has no listpack sets).
 func objectEncoding(k *kvKey) string {
 	switch k.typ {
+	case kvSet:
+		if len(k.fields) > setIntsetLen {
+			return "hashtable"
+		}
+		for _, m := range k.fields {
+			if _, ok := sharedInt(m); !ok {
+				return "hashtable"
+			}
+		}
+		return "intset"
 	case kvString:
 		if _, ok := sharedInt(k.str); ok {
 			return "int"

@@ -147,7 +147,8 @@ func errTable(L *lua.LState, s string) *lua.LTable {
 
 // toLua converts a command's reply to a Lua value by Redis's rules. In RESP2
 // mode (the default) a null is false and a map is a flat array; after
-// redis.setresp(3) a null is nil and a map is {map = {k = v}}. Each element
+// redis.setresp(3) a null is nil, a map is {map = {k = v}} and a set
+// {set = {member = true}}. Each element
 // costs a step.
 func (r *runner) toLua(L *lua.LState, v reply.Value) lua.LValue {
 	r.charge(L, 1)
@@ -170,6 +171,23 @@ func (r *runner) toLua(L *lua.LState, v reply.Value) lua.LValue {
 		}
 		return lua.LFalse
 	case reply.KindArray:
+		t := L.CreateTable(len(v.Elems), 0)
+		for i, e := range v.Elems {
+			t.RawSetInt(i+1, r.toLua(L, e))
+		}
+		return t
+	case reply.KindSet:
+		if r.resp == 3 { // {set = {member = true}}, as Redis gives a RESP3 set
+			m := L.CreateTable(0, len(v.Elems))
+			for _, e := range v.Elems {
+				if k := r.toLua(L, e); k != lua.LNil {
+					m.RawSet(k, lua.LTrue)
+				}
+			}
+			t := L.CreateTable(0, 1)
+			t.RawSetString("set", m)
+			return t
+		}
 		t := L.CreateTable(len(v.Elems), 0)
 		for i, e := range v.Elems {
 			t.RawSetInt(i+1, r.toLua(L, e))

@@ -48,6 +48,7 @@ func (s *Server) nativeHandlers() map[string]handlerFunc {
 		"keys":              s.keys,
 		"scan":              s.scan,
 		"randomkey":         s.randomKey,
+		"srandmember":       s.srandMember,
 		"raft.snapshot":     s.raftSnapshot,
 		"save":              s.save,
 		"bgsave":            s.bgsave,

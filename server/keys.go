@@ -58,6 +58,15 @@ func (s *Server) randomKey(c *resp.Conn, args [][]byte) resp.Value {
 	})
 }
 
+// srandMember draws on this node, as randomKey does: a read changes no
+// state, so its picks need not be the same on every replica.
+func (s *Server) srandMember(c *resp.Conn, args [][]byte) resp.Value {
+	r := rand.Uint64()
+	return s.read(c.Context(), func(st *lockstate.State, now int64) resp.Value {
+		return resp.FromReply(st.SrandMember(args, now, r))
+	})
+}
+
 // keys and scan walk the state in bounded steps with the state lock
 // released between them (lockstate.Scan, raftstore.Node.ReadSteps), so a
 // KEYS over a million keys, or a SCAN with a huge COUNT, never holds up

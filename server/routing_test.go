@@ -35,6 +35,9 @@ func TestGenericHandlers(t *testing.T) {
 	// the node: a handler of its own).
 	wantWrites = append(wantWrites, "copy", "flushall", "flushdb", "move", "rename", "renamenx", "swapdb")
 	wantReads = append(wantReads, "object", "touch", "lrange")
+	// Sets (cluster version 3); SRANDMEMBER draws on the node, as RANDOMKEY.
+	wantWrites = append(wantWrites, "sadd", "srem", "spop")
+	wantReads = append(wantReads, "scard", "sismember", "smembers", "smismember")
 	slices.Sort(wantWrites)
 	slices.Sort(wantReads)
 	if !slices.Equal(writes, wantWrites) {

@@ -142,6 +142,12 @@ func TestBadInputKeepsServing(t *testing.T) {
 		{"SCAN pattern of brackets", resp("SCAN", "0", "MATCH", strings.Repeat("[", 100000), "TYPE", strings.Repeat("t", 100000)), answered},
 		{"SCAN every option twice", resp("SCAN", "0", "MATCH", "s*", "MATCH", "\\", "COUNT", "1", "COUNT", "5", "TYPE", "string", "TYPE", "x"), answered},
 		{"KEYS 400 KiB pattern of stars", resp("KEYS", starry), answered},
+		// Sets: counts at the edges, a member of 400 KiB.
+		{"SRANDMEMBER count of -2^63", resp("SRANDMEMBER", "set:x", "-9223372036854775808"), answered},
+		{"SRANDMEMBER count past the bound", resp("SRANDMEMBER", "set:x", "-1048577"), answered},
+		{"SPOP count of 2^63-1", resp("SPOP", "set:x", "9223372036854775807"), answered},
+		{"SADD 400 KiB member", resp("SADD", "set:x", starry), answered},
+		{"SRANDMEMBER -1048576 of a 400 KiB member", resp("SRANDMEMBER", "set:x", "-1048576"), answered},
 		// SHUTDOWN with any bad argument must answer and leave the node up.
 		{"SHUTDOWN 400 KiB argument", resp("SHUTDOWN", starry), answered},
 		{"SHUTDOWN SAVE NOSAVE", resp("SHUTDOWN", "SAVE", "NOSAVE"), answered},

@@ -322,7 +322,7 @@ func TestDiffGlob(t *testing.T) {
 // notifyFlags are the notify-keyspace-events settings the sequences run
 // under: all, all with new-key events, masks that keep a class or a kind of
 // message only, and none.
-var notifyFlags = []string{"KEA", "AKEn", "Kg$", "El", "Ehx", "K", ""}
+var notifyFlags = []string{"KEA", "AKEn", "Kg$", "El", "Ehx", "Ks", "K", ""}
 
 // notifySteps are the writes whose notifications are compared, each
 // followed by EXISTS of its key (which makes Redis expire a key whose
@@ -343,11 +343,13 @@ var notifySteps = [][]string{
 	{"HDEL", "h", "zz"}, {"HDEL", "h", "a"}, {"HDEL", "h", "b"}, {"HSET", "m1", "a", "1"},
 	{"LPUSH", "l", "a", "b"}, {"RPUSH", "l", "c"}, {"LPOP", "l"}, {"LPOP", "l", "0"}, {"LPOP", "l", "5"}, {"LPOP", "l"},
 	{"RPUSH", "l2", "x"}, {"BLPOP", "nol", "l2", "0"},
+	{"SADD", "st", "a", "b"}, {"SADD", "st", "a"}, {"SREM", "st", "zz"}, {"SREM", "st", "a"}, {"SPOP", "st", "5"}, {"SPOP", "st", "1"},
+	{"SADD", "st2", "x"}, {"SPOP", "st2"}, {"SADD", "st3", "1", "2"}, {"COPY", "st3", "st4"}, {"RENAME", "st4", "st5"}, {"SREM", "st5", "1", "2"},
 	{"EVAL", "redis.call('set', KEYS[1], 'x') redis.call('publish', 'sideband', 'm') redis.call('hset', KEYS[2], 'f', 'v') return redis.call('del', KEYS[1], KEYS[2])", "2", "s1", "s2"},
 	{"EVAL", "redis.call('incr', KEYS[1]) return redis.pcall('lpush', KEYS[1], 'v')", "1", "s3"},
 	{"SET", "r1", "v", "EX", "100"}, {"RENAME", "r1", "r2"}, {"RENAME", "r2", "r2"}, {"RENAMENX", "r2", "m1"},
 	{"COPY", "r2", "r3"}, {"COPY", "r2", "r3"}, {"COPY", "r2", "r3", "REPLACE"}, {"RENAME", "r3", "r2"},
-	{"DEL", "k", "n1", "m1", "m2", "m3", "m4", "sr", "h2", "l", "s3", "e", "r2"},
+	{"DEL", "k", "n1", "m1", "m2", "m3", "m4", "sr", "h2", "l", "s3", "e", "r2", "st3"},
 }
 
 func TestDiffKeyspaceNotifications(t *testing.T) {
