@@ -62,7 +62,7 @@ func (s *State) eval(a [][]byte, now int64, ro bool) reply.Value {
 	if cerr := s.engine.CompileAt(ev.Body, s.Version()); cerr != nil {
 		return reply.Error(cerr.Error())
 	}
-	if !s.roomForScript(ev.Body) {
+	if !s.roomForEval(ev.Body) {
 		return errOOM
 	}
 	s.cacheScript(ev.Body, true)
@@ -227,10 +227,41 @@ func (s *State) cacheScript(src string, byEval bool) {
 	}
 }
 
+// ScriptCounts is what INFO memory counts of the scripts: the scripts
+// cached, and the functions and libraries loaded.
+func (s *State) ScriptCounts() (scripts, functions, libraries int) {
+	for _, lib := range s.libs {
+		functions += len(lib.funcs)
+	}
+	return len(s.scripts), functions, len(s.libs)
+}
+
 // roomForScript reports whether src may be cached: a script already cached
 // takes no more room.
 func (s *State) roomForScript(src string) bool {
 	return s.scripts[script.SHA1(src)] != nil || s.roomFor(int64(len(src))+64)
+}
+
+// roomForEval is roomForScript for the script an EVAL caches, which may
+// take the allow-oom headroom from cluster version 3: Redis's EVAL is not
+// denyoom, and the scripts EVAL caches are at most maxEvalScripts.
+func (s *State) roomForEval(src string) bool {
+	if s.Version() < script.LibsVersion {
+		return s.roomForScript(src)
+	}
+	return s.scripts[script.SHA1(src)] != nil || s.roomWithin(int64(len(src))+64, AllowOOMHeadroom)
+}
+
+// allowOOM lets the writes of the script about to run use the headroom
+// past MaxMemory when its flags say allow-oom, inside the log only (ro
+// runs write nothing, and outside the log the State is shared by
+// concurrent reads); the returned func ends it.
+func (s *State) allowOOM(flags script.Flags, ro bool) func() {
+	if ro || flags&script.FlagAllowOOM == 0 {
+		return func() {}
+	}
+	s.headroom = AllowOOMHeadroom
+	return func() { s.headroom = 0 }
 }
 
 func (s *State) dropScript(sha string) {
@@ -250,6 +281,7 @@ func (s *State) runScript(ev commands.Eval, sb script.Shebang, ro bool, user str
 		return errROWriteFlag
 	}
 	env := newScriptEnv(s, now, unix, user, ro || sb.Has(script.FlagNoWrites))
+	defer s.allowOOM(sb.Flags, ro)()
 	v := s.engine.RunAt(ev.Body, ev.Keys, ev.Argv, env, int64(s.index), s.Version())
 	return capDepth(v, 0)
 }
