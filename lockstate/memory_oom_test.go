@@ -65,7 +65,7 @@ func TestAllowOOMHeadroomAtTheLimit(t *testing.T) {
 	if m.records() != before {
 		t.Fatal("a refused write changed the records")
 	}
-	if v := m.exec("EVALSHA", sha, "1", "key", value); (v.Kind != reply.KindSimpleString || v.Str != "OK") {
+	if v := m.exec("EVALSHA", sha, "1", "key", value); v.Kind != reply.KindSimpleString || v.Str != "OK" {
 		t.Fatalf("at the headroom's end: %+v", v)
 	}
 	if m.s.Used() <= m.limit || m.s.Used() > m.limit+AllowOOMHeadroom {
@@ -104,7 +104,7 @@ func TestAllowOOMHeadroomBounds(t *testing.T) {
 			}
 			break
 		}
-		if (v.Kind != reply.KindSimpleString || v.Str != "OK") {
+		if v.Kind != reply.KindSimpleString || v.Str != "OK" {
 			t.Fatalf("%s: %+v", args[0], v)
 		}
 		written++
