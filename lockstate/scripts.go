@@ -337,9 +337,17 @@ func (e scriptEnv) Call(args []string) reply.Value {
 		a[i] = []byte(x)
 	}
 	spec, err := e.s.checkAt(a)
+	v3 := e.s.Version() >= script.LibsVersion
 	switch {
 	case errors.Is(err, commands.ErrArity):
 		return reply.Error(script.ErrWrongArity)
+	case err != nil && v3:
+		if blocking, arityOK := commands.RedisBlocking(a); blocking && !arityOK {
+			return reply.Error(script.ErrWrongArity)
+		} else if blocking {
+			return reply.Error(script.ErrNotAllowed) // noscript in Redis 7
+		}
+		return reply.Error(script.ErrUnknownCommand)
 	case err != nil:
 		return reply.Error(script.ErrUnknownCommand)
 	case spec.Has(commands.Blocking): // BLPOP is noscript in Redis 7
@@ -381,6 +389,19 @@ func (e scriptEnv) Call(args []string) reply.Value {
 		return reply.Null()
 	case "eval", "evalsha", "script", "eval_ro", "evalsha_ro", "function", "fcall", "fcall_ro":
 		return reply.Error(script.ErrNotAllowed)
+	case "ping":
+		// Redis runs PING in a script (cluster version 3 on; before, it
+		// was refused as a connection command).
+		if !v3 {
+			return reply.Error(script.ErrNotAllowed)
+		}
+		if len(a) == 2 {
+			return reply.BulkString(args[1])
+		}
+		if len(a) > 2 {
+			return reply.ErrorOf(commands.ArityError("ping")) // PING's own check
+		}
+		return reply.SimpleString("PONG")
 	case "randomkey":
 		r := e.s.RandomKey(e.now, randomDraw(e.s.index, *e.draws))
 		*e.draws++
@@ -393,6 +414,25 @@ func (e scriptEnv) Call(args []string) reply.Value {
 		return e.s.write(spec, h, a, e.now)
 	}
 	return reply.Error(script.ErrNotAllowed)
+}
+
+// ACLCheck is redis.acl_check_cmd: whether the script's user may run
+// args, keys included, and whether args[0] is a command at the cluster's
+// version.
+func (e scriptEnv) ACLCheck(args []string) (allowed, known bool) {
+	a := make([][]byte, len(args))
+	for i, x := range args {
+		a[i] = []byte(x)
+	}
+	spec, ok := e.s.table.Lookup(a[0])
+	if !ok || spec.Version > e.s.Version() {
+		return false, false
+	}
+	if !spec.CheckArity(len(a)) {
+		// Where the keys are is unknown: the command alone is checked.
+		return e.s.permittedKeys(e.user, spec, a, nil) == nil, true
+	}
+	return e.s.permittedAs(e.user, spec, a) == nil, true
 }
 
 // Record of a cached script, x/<sha1>: version, 1 if cached by EVAL (else

@@ -272,3 +272,4 @@ func TestEnvPanicPropagates(t *testing.T) {
 type panicEnv struct{}
 
 func (panicEnv) Call([]string) reply.Value { panic("boom") }
+func (panicEnv) ACLCheck([]string) (bool, bool) { panic("boom") }
