@@ -24,6 +24,11 @@ package lockstate
 //	     match an empty name as Redis does
 //	   - Functions: FUNCTION, FCALL, FCALL_RO and the f/<library> records
 //	     (functions.go)
+//	   - allow-oom scripts and functions write, and EVAL caches its script,
+//	     up to AllowOOMHeadroom past MaxMemory (memory.go); inside scripts
+//	     PING runs, redis.acl_check_cmd exists, Redis's blocking commands
+//	     fenced lacks are not allowed (not unknown), getmetatable(_G) is a
+//	     read-only table
 const MaxVersion = 3
 
 // incrStep is what INCR adds: 1 at every version this binary knows.
