@@ -98,3 +98,20 @@ func parseLongDouble(s string) (*big.Float, bool) {
 	}
 	return x, true
 }
+
+// redisBlocking are Redis 7's blocking commands that fenced does not have,
+// with their arities. Redis refuses them in a script by their noscript
+// flag (after their arity), so a script is told they are not allowed
+// rather than unknown, as it would be by Redis.
+var redisBlocking = map[string]int{"brpop": -3, "brpoplpush": 4, "blmove": 6, "bzpopmin": -3, "bzpopmax": -3}
+
+// RedisBlocking reports whether args name one of Redis's blocking commands
+// that fenced lacks, and whether their count fits its arity.
+func RedisBlocking(args [][]byte) (blocking, arityOK bool) {
+	arity, ok := redisBlocking[strings.ToLower(string(args[0]))]
+	if !ok {
+		return false, false
+	}
+	s := Spec{Arity: arity}
+	return true, s.CheckArity(len(args))
+}

@@ -442,6 +442,7 @@ func (s *State) fcall(a [][]byte, ro bool, user string, unix, now int64) reply.V
 	}
 	_, body, _ := script.ParseLibrary(lib.code)
 	env := newScriptEnv(s, now, unix, user, ro || noWrites)
+	defer s.allowOOM(fn.Flags, ro)()
 	v := s.engine.CallFunction(body, fn.Name, args[:n], args[n:], env, int64(s.index))
 	return capDepth(v, 0)
 }

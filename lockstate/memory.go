@@ -20,6 +20,15 @@ import "strings"
 // heartbeats and expiry are never refused, so a full state can always be
 // emptied. The growth a command is charged (roomFor) is an upper estimate
 // from its arguments, since it is decided before the command runs.
+//
+// Redis lets a script with the allow-oom flag write past maxmemory, and
+// caches the script of an EVAL whatever the memory (EVAL is not denyoom).
+// fenced does both within AllowOOMHeadroom past MaxMemory (cluster version
+// 3): such a write or caching is refused only where it would grow the state
+// past MaxMemory + AllowOOMHeadroom, so the state stays bounded, and every
+// replica decides alike, since the flag is in the script's text and
+// MaxMemory in the entry. Every other growth still stops at MaxMemory, so
+// the headroom is left for the scripts that declare they need it.
 
 const (
 	// recordOverhead is what each record counts besides its bytes: about
@@ -29,6 +38,9 @@ const (
 	// kvHeader is a key record's count besides its name and elements: its
 	// type, creation index and deadline.
 	kvHeader = 24
+	// AllowOOMHeadroom is how far past MaxMemory an allow-oom script or
+	// function may write, and EVAL may cache its script: 1 MiB.
+	AllowOOMHeadroom = 1 << 20
 )
 
 // Used returns the state's size: the count MaxMemory bounds.
@@ -130,13 +142,17 @@ func (s *State) UnflushedBytes() int64 { return s.unflushedBytes }
 
 // roomFor reports whether the entry may grow the state by about n more
 // bytes (besides what its earlier commands were admitted for), and if so
-// admits them.
-func (s *State) roomFor(n int64) bool {
+// admits them: within MaxMemory, or within its headroom while an allow-oom
+// script runs.
+func (s *State) roomFor(n int64) bool { return s.roomWithin(n, s.headroom) }
+
+// roomWithin is roomFor with headroom bytes allowed past MaxMemory.
+func (s *State) roomWithin(n, headroom int64) bool {
 	if s.maxMemory <= 0 {
 		return true
 	}
 	n += recordOverhead
-	if s.used+s.pending+n > s.maxMemory {
+	if s.used+s.pending+n > s.maxMemory+headroom {
 		return false
 	}
 	s.pending += n

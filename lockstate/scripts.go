@@ -62,7 +62,7 @@ func (s *State) eval(a [][]byte, now int64, ro bool) reply.Value {
 	if cerr := s.engine.CompileAt(ev.Body, s.Version()); cerr != nil {
 		return reply.Error(cerr.Error())
 	}
-	if !s.roomForScript(ev.Body) {
+	if !s.roomForEval(ev.Body) {
 		return errOOM
 	}
 	s.cacheScript(ev.Body, true)
@@ -227,10 +227,41 @@ func (s *State) cacheScript(src string, byEval bool) {
 	}
 }
 
+// ScriptCounts is what INFO memory counts of the scripts: the scripts
+// cached, and the functions and libraries loaded.
+func (s *State) ScriptCounts() (scripts, functions, libraries int) {
+	for _, lib := range s.libs {
+		functions += len(lib.funcs)
+	}
+	return len(s.scripts), functions, len(s.libs)
+}
+
 // roomForScript reports whether src may be cached: a script already cached
 // takes no more room.
 func (s *State) roomForScript(src string) bool {
 	return s.scripts[script.SHA1(src)] != nil || s.roomFor(int64(len(src))+64)
+}
+
+// roomForEval is roomForScript for the script an EVAL caches, which may
+// take the allow-oom headroom from cluster version 3: Redis's EVAL is not
+// denyoom, and the scripts EVAL caches are at most maxEvalScripts.
+func (s *State) roomForEval(src string) bool {
+	if s.Version() < script.LibsVersion {
+		return s.roomForScript(src)
+	}
+	return s.scripts[script.SHA1(src)] != nil || s.roomWithin(int64(len(src))+64, AllowOOMHeadroom)
+}
+
+// allowOOM lets the writes of the script about to run use the headroom
+// past MaxMemory when its flags say allow-oom, inside the log only (ro
+// runs write nothing, and outside the log the State is shared by
+// concurrent reads); the returned func ends it.
+func (s *State) allowOOM(flags script.Flags, ro bool) func() {
+	if ro || flags&script.FlagAllowOOM == 0 {
+		return func() {}
+	}
+	s.headroom = AllowOOMHeadroom
+	return func() { s.headroom = 0 }
 }
 
 func (s *State) dropScript(sha string) {
@@ -250,6 +281,7 @@ func (s *State) runScript(ev commands.Eval, sb script.Shebang, ro bool, user str
 		return errROWriteFlag
 	}
 	env := newScriptEnv(s, now, unix, user, ro || sb.Has(script.FlagNoWrites))
+	defer s.allowOOM(sb.Flags, ro)()
 	v := s.engine.RunAt(ev.Body, ev.Keys, ev.Argv, env, int64(s.index), s.Version())
 	return capDepth(v, 0)
 }
@@ -305,9 +337,17 @@ func (e scriptEnv) Call(args []string) reply.Value {
 		a[i] = []byte(x)
 	}
 	spec, err := e.s.checkAt(a)
+	v3 := e.s.Version() >= script.LibsVersion
 	switch {
 	case errors.Is(err, commands.ErrArity):
 		return reply.Error(script.ErrWrongArity)
+	case err != nil && v3:
+		if blocking, arityOK := commands.RedisBlocking(a); blocking && !arityOK {
+			return reply.Error(script.ErrWrongArity)
+		} else if blocking {
+			return reply.Error(script.ErrNotAllowed) // noscript in Redis 7
+		}
+		return reply.Error(script.ErrUnknownCommand)
 	case err != nil:
 		return reply.Error(script.ErrUnknownCommand)
 	case spec.Has(commands.Blocking): // BLPOP is noscript in Redis 7
@@ -349,6 +389,19 @@ func (e scriptEnv) Call(args []string) reply.Value {
 		return reply.Null()
 	case "eval", "evalsha", "script", "eval_ro", "evalsha_ro", "function", "fcall", "fcall_ro":
 		return reply.Error(script.ErrNotAllowed)
+	case "ping":
+		// Redis runs PING in a script (cluster version 3 on; before, it
+		// was refused as a connection command).
+		if !v3 {
+			return reply.Error(script.ErrNotAllowed)
+		}
+		if len(a) == 2 {
+			return reply.BulkString(args[1])
+		}
+		if len(a) > 2 {
+			return reply.ErrorOf(commands.ArityError("ping")) // PING's own check
+		}
+		return reply.SimpleString("PONG")
 	case "randomkey":
 		r := e.s.RandomKey(e.now, randomDraw(e.s.index, *e.draws))
 		*e.draws++
@@ -361,6 +414,25 @@ func (e scriptEnv) Call(args []string) reply.Value {
 		return e.s.write(spec, h, a, e.now)
 	}
 	return reply.Error(script.ErrNotAllowed)
+}
+
+// ACLCheck is redis.acl_check_cmd: whether the script's user may run
+// args, keys included, and whether args[0] is a command at the cluster's
+// version.
+func (e scriptEnv) ACLCheck(args []string) (allowed, known bool) {
+	a := make([][]byte, len(args))
+	for i, x := range args {
+		a[i] = []byte(x)
+	}
+	spec, ok := e.s.table.Lookup(a[0])
+	if !ok || spec.Version > e.s.Version() {
+		return false, false
+	}
+	if !spec.CheckArity(len(a)) {
+		// Where the keys are is unknown: the command alone is checked.
+		return e.s.permittedKeys(e.user, spec, a, nil) == nil, true
+	}
+	return e.s.permittedAs(e.user, spec, a) == nil, true
 }
 
 // Record of a cached script, x/<sha1>: version, 1 if cached by EVAL (else

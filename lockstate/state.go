@@ -67,11 +67,13 @@ type State struct {
 	// marks holds each record changed by the entry in progress (step
 	// counts the entries), with its share of Used before the entry;
 	// pending is the growth its DenyOOM commands admitted so far;
-	// maxMemory is the entry's MaxMemory.
+	// maxMemory is the entry's MaxMemory; headroom is what roomFor allows
+	// past it, AllowOOMHeadroom while an allow-oom script runs (memory.go).
 	step      uint64
 	marks     []mark
 	pending   int64
 	maxMemory int64
+	headroom  int64
 
 	// The state's size (memory.go): Used, and each record's share of it,
 	// kept in its object or, for the few records without one, in costs.
@@ -232,7 +234,7 @@ func (s *State) Apply(index uint64, e Entry, w Writer) (Result, error) {
 // entry by entry would have left.
 func (s *State) Step(index uint64, e Entry) Result {
 	s.index, s.user = index, e.User
-	s.maxMemory, s.pending = e.MaxMemory, 0
+	s.maxMemory, s.pending, s.headroom = e.MaxMemory, 0, 0
 	s.step++
 	s.track.applying = true // a script's reads count only inside Apply (tracking.go)
 	// Time never goes backwards: a new leader's clock, or a stale proposal,

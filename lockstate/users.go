@@ -108,6 +108,12 @@ var ErrScriptNoKeyPerm = reply.NewErr("NOPERM", "The user executing the script c
 // The default user without a record may do anything. The user is the
 // entry's, or for a read-only script run outside the log its connection's.
 func (s *State) permittedAs(user string, spec *commands.Spec, args [][]byte) error {
+	return s.permittedKeys(user, spec, args, spec.KeysOf(args))
+}
+
+// permittedKeys is permittedAs with the keys given: none where args do not
+// fit the command's arity (redis.acl_check_cmd), so KeysOf cannot tell.
+func (s *State) permittedKeys(user string, spec *commands.Spec, args, keys [][]byte) error {
 	name := user
 	if name == "" {
 		name = acl.DefaultUser
@@ -122,7 +128,7 @@ func (s *State) permittedAs(user string, spec *commands.Spec, args [][]byte) err
 	if !u.Can(spec.PermOf(args)) {
 		return ErrScriptNoPerm
 	}
-	for _, k := range spec.KeysOf(args) {
+	for _, k := range keys {
 		if !u.CanKey(string(k)) {
 			return ErrScriptNoKeyPerm
 		}

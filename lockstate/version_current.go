@@ -26,6 +26,11 @@ package lockstate
 //	     (functions.go)
 //	   - sets: SADD, SREM, SPOP, SMEMBERS, SISMEMBER, SMISMEMBER, SCARD,
 //	     SRANDMEMBER and the set record, key type 4 (sets.go)
+//	   - allow-oom scripts and functions write, and EVAL caches its script,
+//	     up to AllowOOMHeadroom past MaxMemory (memory.go); inside scripts
+//	     PING runs, redis.acl_check_cmd exists, Redis's blocking commands
+//	     fenced lacks are not allowed (not unknown), getmetatable(_G) is a
+//	     read-only table
 const MaxVersion = 3
 
 // incrStep is what INCR adds: 1 at every version this binary knows.

@@ -67,6 +67,13 @@ func (f *fakeEnv) del(k string) bool {
 	return s || h || l
 }
 
+// ACLCheck allows every command it knows but DEL.
+func (f *fakeEnv) ACLCheck(args []string) (allowed, known bool) {
+	name := strings.ToLower(args[0])
+	_, known = fakeArity[name]
+	return known && name != "del", known
+}
+
 func (f *fakeEnv) Call(args []string) reply.Value {
 	f.log = append(f.log, append([]string(nil), args...))
 	name := strings.ToLower(args[0])

@@ -271,4 +271,5 @@ func TestEnvPanicPropagates(t *testing.T) {
 
 type panicEnv struct{}
 
-func (panicEnv) Call([]string) reply.Value { panic("boom") }
+func (panicEnv) Call([]string) reply.Value      { panic("boom") }
+func (panicEnv) ACLCheck([]string) (bool, bool) { panic("boom") }

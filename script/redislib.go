@@ -29,6 +29,9 @@ func (r *runner) openRedis() *lua.LTable {
 		"sha1hex":            r.sha1hex,
 		"status_reply":       r.statusReply,
 	})
+	if r.libs {
+		t.RawSetString("acl_check_cmd", L.NewFunction(r.aclCheckCmd))
+	}
 	for _, c := range []struct {
 		name string
 		v    lua.LValue
@@ -65,20 +68,9 @@ func (r *runner) redisCall(L *lua.LState, raiseErrors bool) int {
 		L.Push(t)
 		return 1
 	}
-	argc := L.GetTop()
-	if argc == 0 {
-		return fail("Please specify at least one argument for this redis lib call")
-	}
-	args := make([]string, argc)
-	for i := range args {
-		switch v := L.Get(i + 1).(type) {
-		case lua.LString:
-			args[i] = string(v)
-		case lua.LNumber:
-			args[i] = fmtArg(float64(v))
-		default:
-			return fail("Lua redis lib command arguments must be strings or integers")
-		}
+	args, msg := callArgs(L)
+	if msg != "" {
+		return fail(msg)
 	}
 	rep := r.envCall(L, args)
 	v := r.toLua(L, rep)
@@ -86,6 +78,44 @@ func (r *runner) redisCall(L *lua.LState, raiseErrors bool) int {
 		L.Error(v, 0)
 	}
 	L.Push(v)
+	return 1
+}
+
+// callArgs is the command a redis lib call names (Redis's
+// luaArgsToRedisArgv), or the error that refuses it.
+func callArgs(L *lua.LState) (args []string, msg string) {
+	argc := L.GetTop()
+	if argc == 0 {
+		return nil, "Please specify at least one argument for this redis lib call"
+	}
+	args = make([]string, argc)
+	for i := range args {
+		switch v := L.Get(i + 1).(type) {
+		case lua.LString:
+			args[i] = string(v)
+		case lua.LNumber:
+			args[i] = fmtArg(float64(v))
+		default:
+			return nil, "Lua redis lib command arguments must be strings or integers"
+		}
+	}
+	return args, ""
+}
+
+// aclCheckCmd is redis.acl_check_cmd (Redis 7): whether the script's user
+// may run the command, as the ACL rules decide; an unknown command is an
+// error.
+func (r *runner) aclCheckCmd(L *lua.LState) int {
+	r.charge(L, 1)
+	args, msg := callArgs(L)
+	if msg != "" {
+		raise(L, msg)
+	}
+	allowed, known := r.env.ACLCheck(args)
+	if !known {
+		raise(L, "Invalid command passed to redis.acl_check_cmd()")
+	}
+	L.Push(lua.LBool(allowed))
 	return 1
 }
 

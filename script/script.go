@@ -42,6 +42,10 @@ import (
 // below (ErrUnknownCommand, ErrWrongArity, ErrNotAllowed), as Redis does.
 type Env interface {
 	Call(args []string) reply.Value
+	// ACLCheck is redis.acl_check_cmd: whether the script's user may run
+	// args (its command, subcommand and keys), and whether args[0] names a
+	// command at all.
+	ACLCheck(args []string) (allowed, known bool)
 }
 
 // The errors Redis answers, inside a script, for commands it will not run.

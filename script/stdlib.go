@@ -111,6 +111,11 @@ func (r *runner) setup() {
 	g.Metatable = gmt
 	r.realG = g
 	r.proxyG = r.newProxy(g, readonly)
+	if r.libs {
+		// Redis 7's _G has a metatable (its missing-global error), which
+		// getmetatable returns, read-only as _G is.
+		r.proxyG.Metatable.(*lua.LTable).RawSetString("__metatable", r.newProxy(gmt, readonly))
+	}
 	g.RawSetString("_G", r.proxyG)
 	L.G.Global = r.proxyG
 	L.Env = r.proxyG

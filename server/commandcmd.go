@@ -55,6 +55,11 @@ func (s *Server) command(_ *resp.Conn, args [][]byte) resp.Value {
 			}
 		}
 		return resp.Map(kvs...)
+	case "GETKEYS":
+		if len(args) < 4 {
+			return errorReply(wrapArity("command|getkeys"))
+		}
+		return s.getKeys(args[2:])
 	case "HELP":
 		if len(args) != 2 {
 			return errorReply(wrapArity("command|help"))
@@ -65,10 +70,43 @@ func (s *Server) command(_ *resp.Conn, args [][]byte) resp.Value {
 			"COUNT", "    Return the total number of commands in this server.",
 			"INFO [<command-name> ...]", "    Return details about the given commands, or all of them.",
 			"DOCS [<command-name> ...]", "    Return documentation details about the given commands, or all of them.",
+			"GETKEYS <full-command>", "    Return the keys from a full Redis command.",
 			"HELP", "    Print this help.",
 		)
 	}
 	return syntaxError("unknown subcommand '%s'. Try COMMAND HELP.", commands.Clip(args[1]))
+}
+
+// getKeys is COMMAND GETKEYS: the keys of the command in args, as the
+// command table knows them (the ones an ACL key pattern must cover), with
+// Redis 7's errors in its order. A command has keys if it can have any:
+// EVAL with no keys answers an empty array, PING an error.
+func (s *Server) getKeys(args [][]byte) resp.Value {
+	spec, ok := s.table.Lookup(args[0])
+	if !ok || spec.Version > 1 && s.notYet(spec) {
+		return syntaxError("Invalid command specified")
+	}
+	n := spec.Arity
+	if n < 0 {
+		n = -n + 1 // one more than the least, for a numkeys of 1
+	}
+	probe := make([][]byte, n)
+	probe[0] = args[0]
+	for i := 1; i < n; i++ {
+		probe[i] = []byte("1")
+	}
+	switch {
+	case len(spec.KeysOf(probe)) == 0:
+		return syntaxError("The command has no key arguments")
+	case !spec.CheckArity(len(args)):
+		return syntaxError("Invalid number of arguments specified for command")
+	}
+	keys := spec.KeysOf(args)
+	out := make([]resp.Value, len(keys))
+	for i, k := range keys {
+		out[i] = resp.Bulk(k)
+	}
+	return resp.Array(out...)
 }
 
 // lookupDoc finds a command's docs by name, or a subcommand's by Redis's

@@ -104,13 +104,20 @@ func (s *Server) infoSection(sec string) [][2]string {
 		// used_memory is the state's size as --maxmemory counts it
 		// (lockstate.State.Used), the figure -OOM compares, the same on
 		// every replica; used_memory_rss is this process's.
+		// number_of_*: the replicated script cache and libraries.
 		var used int64
-		s.node.Local(func(st *lockstate.State) { used = st.Used() })
+		var scripts, functions, libraries int
+		s.node.Local(func(st *lockstate.State) {
+			used = st.Used()
+			scripts, functions, libraries = st.ScriptCounts()
+		})
 		rss := rssBytes()
 		maxMem := s.node.MaxMemory()
 		return [][2]string{
 			{"used_memory", itoa(used)}, {"used_memory_human", humanBytes(used)},
 			{"used_memory_rss", itoa(rss)}, {"used_memory_rss_human", humanBytes(rss)},
+			{"number_of_cached_scripts", strconv.Itoa(scripts)}, {"number_of_functions", strconv.Itoa(functions)},
+			{"number_of_libraries", strconv.Itoa(libraries)},
 			{"maxmemory", itoa(maxMem)}, {"maxmemory_human", humanBytes(maxMem)}, {"maxmemory_policy", "noeviction"},
 		}
 	case "persistence":

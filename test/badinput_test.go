@@ -506,7 +506,11 @@ func TestBadCommandDocs(t *testing.T) {
 	}{
 		{[]string{"COMMAND", "COUNT", "x"}, "ERR wrong number of arguments for 'command|count' command"},
 		{[]string{"COMMAND", "HELP", "x"}, "ERR wrong number of arguments for 'command|help' command"},
-		{[]string{"COMMAND", "GETKEYS", "set", "k", "v"}, "ERR unknown subcommand 'GETKEYS'. Try COMMAND HELP."},
+		{[]string{"COMMAND", "GETKEYS", "nope", "k", "v"}, "ERR Invalid command specified"},
+		{[]string{"COMMAND", "GETKEYS", "set"}, "ERR wrong number of arguments for 'command|getkeys' command"},
+		{[]string{"COMMAND", "GETKEYS", "set", "k"}, "ERR Invalid number of arguments specified for command"},
+		{[]string{"COMMAND", "GETKEYS", "ping", "x"}, "ERR The command has no key arguments"},
+		{[]string{"COMMAND", "GETKEYSANDFLAGS", "set", "k", "v"}, "ERR unknown subcommand 'GETKEYSANDFLAGS'. Try COMMAND HELP."},
 		{[]string{"COMMAND", "DOCS|SET"}, "ERR unknown subcommand 'DOCS|SET'. Try COMMAND HELP."},
 		{[]string{"COMMAND", "\x00\r\n"}, "ERR unknown subcommand '   '. Try COMMAND HELP."},
 	} {

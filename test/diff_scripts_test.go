@@ -424,4 +424,47 @@ var diffLuaSeqs = [][][]string{
 		{"EVAL", "return {redis.sha1hex(KEYS[1]), cjson.encode({KEYS[1]}), bit.band(#KEYS[1], 3), struct.pack('>H', #KEYS[1])}", "1", "lh"},
 		{"EVAL_RO", "return cmsgpack.unpack(cmsgpack.pack(redis.call('hget', KEYS[1], 'f1')))", "1", "lh"},
 	},
+	{
+		// Redis's "allow-oom shebang flag": at maxmemory, allow-oom
+		// scripts write (fenced: within its headroom), scripts without a
+		// shebang read, a flagged one without allow-oom does not run.
+		{"SET", "lk", "123"},
+		{"CONFIG", "SET", "maxmemory", "1"},
+		{"EVAL", "redis.call('set', KEYS[1], 1) return 1", "1", "lk"},
+		{"EVAL", "return redis.call('get', KEYS[1])", "1", "lk"},
+		{"EVAL", "#!lua flags=\nreturn 1", "0"},
+		{"EVAL", "#!lua flags=allow-oom\nredis.call('set', KEYS[1], 1) return 1", "1", "lk"},
+		{"EVAL", "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])", "1", "lk"},
+		{"EVAL_RO", "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])", "1", "lk"},
+		{"EVAL_RO", "return redis.call('get', KEYS[1])", "1", "lk"},
+		{"GET", "lk"},
+		{"CONFIG", "SET", "maxmemory", "0"},
+	},
+	{
+		// Redis's blocking commands that fenced lacks, PING, ACL checks
+		// and the read-only metatable of _G, inside scripts.
+		{"EVAL", "return redis.pcall('brpop', 'll', 0)", "0"},
+		{"EVAL", "return redis.pcall('brpoplpush', 'll', 'l2', 0)", "0"},
+		{"EVAL", "return redis.pcall('blmove', 'll', 'l2', 'LEFT', 'LEFT', 0)", "0"},
+		{"EVAL", "return redis.pcall('bzpopmin', 'z', 0)", "0"},
+		{"EVAL", "return redis.pcall('bzpopmax', 'z', 0)", "0"},
+		{"EVAL", "return redis.pcall('brpop', 'll')", "0"},
+		{"EVAL", "return redis.call('ping')", "0"},
+		{"EVAL", "return redis.call('ping', 'asdf')", "0"},
+		{"EVAL", "return redis.pcall('ping', 'a', 'b')", "0"},
+		{"EVAL", "return redis.acl_check_cmd('set', 'xx', 1)", "1", "xx"},
+		{"EVAL", "return redis.acl_check_cmd('invalid-cmd', 'arg')", "0"},
+		{"EVAL", "local g = getmetatable(_G)\ng.__index = {}", "0"},
+		{"COMMAND", "GETKEYS", "fcall", "test", "1", "x", "foo"},
+		{"COMMAND", "GETKEYS", "fcall_ro", "test", "1", "x", "foo"},
+		{"COMMAND", "GETKEYS", "eval", "return 1", "0"},
+		{"COMMAND", "GETKEYS", "set", "k", "v"},
+		{"COMMAND", "GETKEYS", "MSET", "a", "1", "b", "2"},
+		{"COMMAND", "GETKEYS", "del", "a", "b"},
+		{"COMMAND", "GETKEYS", "blpop", "a", "b", "0"},
+		{"COMMAND", "GETKEYS", "set", "k"},
+		{"COMMAND", "GETKEYS", "ping", "x"},
+		{"COMMAND", "GETKEYS", "nope", "x"},
+		{"COMMAND", "GETKEYS", "set"},
+	},
 }
