@@ -115,38 +115,47 @@ func (s *State) shebang(src string) (sb script.Shebang, rep reply.Value) {
 // it (a change of the replicated script cache), so the server sends that
 // one through the log instead.
 func (s *State) EvalRO(args []string, user string, now int64) (rep reply.Value, ok bool) {
+	rep, ok, _ = s.EvalROReads(args, user, now)
+	return rep, ok
+}
+
+// EvalROReads is EvalRO that also reports whether the script called a
+// read command: only then does Redis track its declared keys for a
+// client with CLIENT TRACKING on.
+func (s *State) EvalROReads(args []string, user string, now int64) (rep reply.Value, ok, read bool) {
 	a := make([][]byte, len(args))
 	for i, x := range args {
 		a[i] = []byte(x)
 	}
 	spec, err := s.checkAt(a)
 	if err != nil {
-		return reply.ErrorOf(err), true
+		return reply.ErrorOf(err), true, false
 	}
 	ev, err := commands.ParseEval(a)
 	if err != nil {
-		return parseErr(err), true
+		return parseErr(err), true, false
 	}
 	if spec.Name == "eval_ro" {
 		if s.scripts[script.SHA1(ev.Body)] == nil {
-			return reply.Value{}, false
+			return reply.Value{}, false, false
 		}
 	} else {
 		sc := s.scripts[strings.ToLower(ev.Body)]
 		if sc == nil {
-			return errNoScript, true
+			return errNoScript, true, false
 		}
 		ev.Body = sc.src
 	}
 	sb, rep := s.shebang(ev.Body)
 	if rep.Kind != reply.KindInvalid {
-		return rep, true
+		return rep, true, false
 	}
 	wall := s.unix
 	if now > s.time {
 		wall = ms.Add(wall, now-s.time)
 	}
-	return s.runScript(ev, sb, true, user, wall, now), true
+	rep = s.runReadOnly(ev, sb, user, wall, now, &read)
+	return rep, true, read
 }
 
 func cmdScript(s *State, a [][]byte, now int64) reply.Value {
@@ -322,6 +331,10 @@ type scriptEnv struct {
 	// draws counts the script's RANDOMKEYs: each is a new draw from the
 	// entry's index, the same on every replica (randomDraw).
 	draws *uint64
+	// read, if not nil, is set when the script calls a read command: a
+	// read-only script run outside the log tells the server so, for
+	// CLIENT TRACKING (in an entry, readKeys records it).
+	read *bool
 }
 
 // newScriptEnv is the one way to make a scriptEnv, so that none lacks its
@@ -361,6 +374,9 @@ func (e scriptEnv) Call(args []string) reply.Value {
 	}
 	if spec.Has(commands.Read) {
 		e.s.readKeys(nil) // Redis then tracks the script's keys for its caller
+		if e.read != nil {
+			*e.read = true
+		}
 	}
 	switch spec.Name {
 	case "time":

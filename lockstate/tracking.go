@@ -1,5 +1,11 @@
 package lockstate
 
+import (
+	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/reply"
+	"github.com/fenced/fenced/script"
+)
+
 // What an entry did to keys, for client-side caching (CLIENT TRACKING):
 // every node tells its own tracking clients about the keys each applied
 // entry modified, in log order. It is output of the apply on each node,
@@ -123,4 +129,18 @@ func (s *State) takeChanges(e *Entry) *Changes {
 	}
 	*t = trackKeys{}
 	return c
+}
+
+// runReadOnly is runScript for EVAL_RO and EVALSHA_RO served as reads,
+// outside the log (EvalROReads): read is set if the script calls a read
+// command, which readKeys cannot record there (the scratch is the
+// entry's, and such reads run concurrently).
+func (s *State) runReadOnly(ev commands.Eval, sb script.Shebang, user string, unix, now int64, read *bool) reply.Value {
+	if sb.Present && !sb.Has(script.FlagNoWrites) {
+		return errROWriteFlag
+	}
+	env := newScriptEnv(s, now, unix, user, true)
+	env.read = read
+	v := s.engine.RunAt(ev.Body, ev.Keys, ev.Argv, env, int64(s.index), s.Version())
+	return capDepth(v, 0)
 }

@@ -525,6 +525,10 @@ func (c *Conn) closeConn(linger bool) {
 		// next command (enqueue fails); what it leaves is drained here.
 		deadline := time.Now().Add(lingerTimeout)
 		closeWrite(c.nc)
+		// The connection has ended for whoever watches it (a tracking
+		// client redirecting to it, after QUIT): it runs and writes nothing
+		// more, and the drain below may take lingerTimeout.
+		c.cancel()
 		c.nc.SetReadDeadline(deadline)
 		<-c.readerDone
 		drain(c.nc, deadline)

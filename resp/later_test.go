@@ -135,3 +135,25 @@ func TestLaterShutdown(t *testing.T) {
 		t.Fatalf("Serve returned %v", err)
 	}
 }
+
+// TestValueMap: Map replaces a ready reply at once, and a Later's reply
+// only once it is ready, on the goroutine that waits for it.
+func TestValueMap(t *testing.T) {
+	double := func(v Value) Value { return Int(v.Integer() * 2) }
+	if got := Int(21).Map(double); got.Kind() != KindInt || got.Integer() != 42 {
+		t.Errorf("Map of a ready reply: %v", got)
+	}
+	ready := make(chan struct{})
+	mapped := false
+	v := Later(func() Value { <-ready; return Int(5) }).Map(func(v Value) Value {
+		mapped = true
+		return double(v)
+	})
+	if v.Kind() != KindLater || mapped {
+		t.Fatalf("Map of a Later ran early: kind %v, mapped %v", v.Kind(), mapped)
+	}
+	close(ready)
+	if got := v.later(); got.Integer() != 10 || !mapped {
+		t.Errorf("Map of a Later: %v, mapped %v", got, mapped)
+	}
+}

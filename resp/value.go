@@ -181,6 +181,17 @@ func (v Value) Then(f func(Value)) Value {
 	})
 }
 
+// Map returns the value to write in v's place: f of the reply v stands
+// for, at once, or, for a Later, once it is ready (on the goroutine that
+// waits for it).
+func (v Value) Map(f func(Value) Value) Value {
+	if v.kind != KindLater {
+		return f(v)
+	}
+	wait := v.later
+	return Later(func() Value { return f(wait()) })
+}
+
 // Kind returns the kind of v.
 func (v Value) Kind() Kind { return v.kind }
 

@@ -127,7 +127,7 @@ func configParams() map[string]configParam {
 				case err != nil || n < 0:
 					return nil, errors.New("argument must be between 0 and 9223372036854775807 inclusive")
 				}
-				return func() { s.tracking.maxKeys.Store(n) }, nil
+				return func() { s.tracking.setMaxKeys(n) }, nil
 			},
 		},
 		"dir":           {get: func(s *Server) string { return s.cfg.Data }},

@@ -40,6 +40,7 @@ func (s *Server) reset(c *resp.Conn, _ [][]byte) resp.Value {
 	s.pubsub.unsubscribeAll(c)
 	s.discardTx(stateOf(c)) // as Redis: no MULTI, nothing watched
 	s.tracking.disable(c)
+	resetReplyMode(c)
 	c.SetProto(2)
 	c.SetName("")
 	s.deauthenticate(c) // as Redis: with a password, AUTH again
@@ -164,6 +165,8 @@ func (s *Server) client(c *resp.Conn, args [][]byte) resp.Value {
 		return s.clientTracking(c, args)
 	case sub == "CACHING" && len(args) == 3:
 		return s.clientCaching(c, args)
+	case sub == "REPLY" && len(args) == 3:
+		return s.clientReply(c, args)
 	case sub == "GETREDIR" && len(args) == 2:
 		_, redirect, _ := s.tracking.info(c)
 		return resp.Int(redirect)
@@ -180,6 +183,7 @@ func (s *Server) client(c *resp.Conn, args [][]byte) resp.Value {
 			"KILL <ip:port>", "    Kill connection made from <ip:port> (admin).",
 			"KILL <option> <value> [<option> <value> [...]]", "    Kill connections (admin). Options: ID, ADDR, LADDR, USER, TYPE normal|pubsub, SKIPME yes|no.",
 			"LIST", "    Return information about client connections on this node (admin).",
+			"REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
 			"SETINFO <option> <value>", "    Set client meta attr: LIB-NAME or LIB-VER.",
 			"SETNAME <name>", "    Assign the name <name> to the current connection.",
 			"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]", "         [OPTIN] [OPTOUT] [NOLOOP]",
@@ -188,7 +192,7 @@ func (s *Server) client(c *resp.Conn, args [][]byte) resp.Value {
 			"HELP", "    Print this help.",
 		)
 	case sub == "SETNAME" || sub == "GETNAME" || sub == "ID" || sub == "SETINFO" || sub == "INFO" || sub == "LIST" || sub == "KILL" || sub == "HELP",
-		sub == "TRACKING" || sub == "CACHING" || sub == "GETREDIR" || sub == "TRACKINGINFO":
+		sub == "TRACKING" || sub == "CACHING" || sub == "GETREDIR" || sub == "TRACKINGINFO" || sub == "REPLY":
 		return errorReply(wrapArity("client|" + strings.ToLower(sub)))
 	}
 	return syntaxError("unknown subcommand '%s'. Try CLIENT HELP.", commands.Clip(args[1]))

@@ -69,6 +69,8 @@ type connState struct {
 	// tx is the MULTI in progress, watch what WATCH recorded (multi.go).
 	tx    *txState
 	watch *watchState
+	// reply is CLIENT REPLY's mode (clientreply.go).
+	reply replyMode
 }
 
 // stateOf returns c's state, creating it. Only c's executor calls it.

@@ -99,10 +99,16 @@ func (s *Server) nativeHandlers() map[string]handlerFunc {
 	}
 }
 
-// ServeRESP dispatches one command: the table checks the name and arity
+// ServeRESP runs one command and gives its reply as CLIENT REPLY allows
+// (clientreply.go).
+func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
+	return s.replied(c, s.dispatch(c, args))
+}
+
+// dispatch dispatches one command: the table checks the name and arity
 // once, here, then whether the connection may run it (as Redis does, in
 // that order), and the handler parses the rest.
-func (s *Server) ServeRESP(c *resp.Conn, args [][]byte) resp.Value {
+func (s *Server) dispatch(c *resp.Conn, args [][]byte) resp.Value {
 	s.stats.commands.Add(1)
 	start := time.Now()
 	spec, err := s.table.CheckAt(args, s.notYetSettled)

@@ -447,5 +447,8 @@ func (s *Server) runQueued(c *resp.Conn, q []string) []resp.Value {
 		}
 		return out
 	}
-	return []resp.Value{s.cmds[spec.Name](c, args)}
+	if v := s.cmds[spec.Name](c, args); v.Kind() != resp.KindPushed {
+		return []resp.Value{v}
+	}
+	return nil // CLIENT REPLY OFF or SKIP: no reply of its own
 }

@@ -24,14 +24,23 @@ func (s *Server) evalRO(c *resp.Conn, args [][]byte) resp.Value {
 	}
 	user, _ := s.actor(c)
 	ran, cached := false, true
+	track := takeScript(c) // CLIENT TRACKING (tracking_scripts.go)
 	v := s.read(c.Context(), func(st *lockstate.State, now int64) resp.Value {
 		ran = true
-		r, ok := st.EvalRO(strs, user, now)
+		r, ok, read := st.EvalROReads(strs, user, now)
 		cached = ok
+		if ok {
+			s.tracking.scriptRan(c.ID(), track, read)
+		}
 		return resp.FromReply(r)
 	})
 	if ran && !cached {
-		return s.execWrite(c, args)
+		prop := s.tracking.scriptInLog(c, track, args)
+		return s.execWrite(c, args).Then(func(r resp.Value) {
+			if prop != nil && notProposed(r) {
+				s.tracking.drop(prop)
+			}
+		})
 	}
 	return v
 }

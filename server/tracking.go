@@ -82,6 +82,9 @@ type tracked struct {
 	// caching is CLIENT CACHING's flag: it changes whether the next
 	// command's reads are tracked (OPTIN: YES, OPTOUT: NO).
 	caching bool
+	// script is what before tracked for the read-only script about to run
+	// (tracking_scripts.go); only the connection's executor touches it.
+	script *scriptTrack
 }
 
 // proposal is a keyspace write of a tracking connection, from before it
@@ -142,17 +145,22 @@ func (t *tracker) before(c *resp.Conn, spec *commands.Spec, args [][]byte, inTx 
 	if spec.Name != "client" && spec.Name != "multi" && (!inTx || ends) {
 		tr.caching = false
 	}
+	tr.script = nil
 	switch {
 	case spec.Has(commands.Read):
 		if caches && !tr.mode.BCast {
-			t.remember(c.ID(), spec.KeysOf(args))
+			keys := spec.KeysOf(args)
+			if roScript(spec) && !inTx {
+				tr.script = &scriptTrack{keys: keys, fresh: t.fresh(c.ID(), keys)}
+			}
+			t.remember(c.ID(), keys)
 		}
 	case spec.Has(commands.Write) && spec.Has(commands.Keyspace):
 		p := &proposal{id: c.ID(), args: make([]string, len(args)), at: time.Now(), noloop: tr.mode.NoLoop}
 		for i, a := range args {
 			p.args[i] = string(a)
 		}
-		if (spec.Name == "eval" || spec.Name == "evalsha") && caches && !tr.mode.BCast {
+		if (spec.Name == "eval" || spec.Name == "evalsha" || spec.Name == "fcall") && caches && !tr.mode.BCast {
 			p.track = true
 			for _, k := range spec.KeysOf(args) {
 				p.keys = append(p.keys, string(k))
@@ -216,6 +224,23 @@ func (t *tracker) rememberLocked(id int64, key string) {
 	}
 }
 
+// setMaxKeys is CONFIG SET tracking-table-max-keys: a lowered cap evicts
+// the keys past it now, as Redis's cron does at once even on an idle
+// server, a step at a time so that the apply loop is not held up.
+func (t *tracker) setMaxKeys(n int64) {
+	t.maxKeys.Store(n)
+	for {
+		t.mu.Lock()
+		t.limitLocked()
+		max := t.maxKeys.Load() // another CONFIG SET may have changed it
+		over := max > 0 && int64(len(t.keys)) > max
+		t.mu.Unlock()
+		if !over {
+			return
+		}
+	}
+}
+
 // limitLocked evicts keys past tracking-table-max-keys, each with an
 // invalidation to the connections that tracked it, as Redis does: those
 // clients would otherwise miss its next change.
@@ -237,8 +262,11 @@ func (t *tracker) applied(changes []*lockstate.Changes) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.expireProposals(time.Now())
-	if len(t.clients) == 0 && len(t.proposals) == 0 {
-		return // nobody tracks: nothing to send, nobody to match
+	if len(t.clients) == 0 && len(t.proposals) == 0 && len(t.keys) == 0 {
+		// Nobody tracks: nothing to send, nobody to match, and no key
+		// left by a connection that turned tracking off to forget (a
+		// change or a flush forgets it, as in Redis).
+		return
 	}
 	for _, ch := range changes {
 		if ch.Flushed {

@@ -15,6 +15,9 @@
 //   - huge, many and slow-to-match patterns, malformed notify-keyspace-events:
 //     TestBadPatternInput (badpubsub_test.go)
 //   - a full or failing disk, a corrupt log tail: disk_test.go
+//   - CLIENT TRACKING's prefixes, cap and redirects: TestBadTracking
+//     (badinput_tracking_test.go); CLIENT REPLY's arguments and thousands
+//     of silenced commands: TestBadClientReply (badinput_clientreply_test.go)
 //   - RAFT.BACKUP by a non-admin or with arguments, a corrupt snapshot
 //     file, a restore into a non-empty directory: TestSnapshotRefusals
 //     (backup_test.go)

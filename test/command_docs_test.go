@@ -440,6 +440,7 @@ func TestCommandDocsAccepted(t *testing.T) {
 	_, docs := (&docsDiff{t: t}).pairs("COMMAND DOCS", c.read2("COMMAND", "DOCS"))
 	skip := map[string]string{
 		"client|kill":   "kills connections: TestBadClientKill",
+		"client|reply":  "OFF and SKIP answer nothing: TestDiffClientReply",
 		"raft.join":     "changes the membership: cluster_membership_test.go",
 		"raft.remove":   "changes the membership",
 		"raft.transfer": "changes the leader",

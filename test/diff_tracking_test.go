@@ -308,6 +308,67 @@ func TestDiffTracking(t *testing.T) {
 			}
 		}
 	})
+
+	// Scripts: EVAL_RO, EVALSHA_RO and FCALL track their declared keys
+	// only if they call a read command; a key read before stays tracked.
+	t.Run("scripts", func(t *testing.T) {
+		p := newTrackPair(t, fd.addr, rd.leader)
+		p.hello("t", "3")
+		p.do("t", "CLIENT", "TRACKING", "on")
+		p.do("t", "GET", "s0")
+		p.do("t", "EVAL_RO", "return 1", "2", "s1", "s0")
+		p.do("t", "EVAL_RO", "return redis.call('get', KEYS[1])", "1", "s2")
+		p.do("w", "MSET", "s1", "1", "s2", "2", "s0", "0")
+		p.frames("t", 2, "EVAL_RO through the log: s2 read, s0 tracked before")
+		p.settle("t")
+		p.do("t", "GET", "s0")
+		p.do("t", "EVALSHA_RO", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", "2", "s3", "s0") // return 1
+		p.do("t", "EVALSHA_RO", "4e6d8fc8bb01276962cce5371fa795a7763657ae", "1", "s4")       // the GET
+		p.do("w", "MSET", "s3", "1", "s4", "2", "s0", "0")
+		p.frames("t", 2, "EVALSHA_RO as a read")
+		p.settle("t")
+		p.do("w", "FUNCTION", "LOAD", "#!lua name=tl\nredis.register_function('tget', function(keys) return redis.call('get', keys[1]) end)\n"+
+			"redis.register_function('tone', function(keys) return 1 end)")
+		p.do("t", "FCALL", "tone", "1", "s5")
+		p.do("t", "FCALL", "tget", "1", "s6")
+		p.do("w", "MSET", "s5", "1", "s6", "2")
+		p.frames("t", 1, "FCALL")
+		p.settle("t")
+		p.do("w", "FUNCTION", "DELETE", "tl")
+	})
+
+	// FLUSHALL forgets every tracked key, also those of a connection that
+	// has turned tracking off; CONFIG SET of a lower cap evicts soon after
+	// its reply, without another command.
+	t.Run("flush and cap", func(t *testing.T) {
+		p := newTrackPair(t, fd.addr, rd.leader)
+		p.hello("t", "3")
+		p.do("t", "CLIENT", "TRACKING", "on")
+		p.do("t", "GET", "f1")
+		p.do("t", "CLIENT", "TRACKING", "off")
+		p.do("w", "FLUSHALL")
+		p.do("t", "CLIENT", "TRACKING", "on")
+		p.do("w", "SET", "f1", "1")
+		p.settle("t")
+		p.do("t", "MGET", "e1", "e2", "e3")
+		p.do("t", "CONFIG", "SET", "tracking-table-max-keys", "1")
+		defer p.do("t", "CONFIG", "SET", "tracking-table-max-keys", "1000000")
+		fc, rc := p.conn("t")
+		var f, r []string
+		for range 2 {
+			fv, ferr := fc.tryRead(2 * time.Second)
+			rv, rerr := rc.tryRead(2 * time.Second)
+			if ferr != nil || rerr != nil {
+				t.Fatalf("evictions: fenced %v %v, redis %v %v", fv, ferr, rv, rerr)
+			}
+			f, r = append(f, fv.String()), append(r, rv.String())
+		}
+		norm := strings.NewReplacer("e1", "eN", "e2", "eN", "e3", "eN")
+		if norm.Replace(strings.Join(f, " ")) != norm.Replace(strings.Join(r, " ")) || f[0] == f[1] {
+			t.Errorf("evictions:\n  fenced: %s\n  redis:  %s", f, r)
+		}
+		p.settle("t")
+	})
 	if !fd.alive() {
 		t.Fatal("fenced died")
 	}

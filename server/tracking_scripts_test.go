@@ -1,0 +1,107 @@
+package server
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/fenced/fenced/resp"
+	"github.com/fenced/fenced/script"
+)
+
+// TestTrackingReadOnlyScripts: EVAL_RO and EVALSHA_RO track their
+// declared keys only if the script calls a read command (Redis 7.0), on
+// both of their paths: through the log (EVAL_RO whose script is not cached
+// yet) and as a read (cached). A key the connection tracked before stays
+// tracked after a script that does not read.
+func TestTrackingReadOnlyScripts(t *testing.T) {
+	s := startServer(t)
+	a, w := dialTrack(t, s, 3), dialTrack(t, s, 3)
+	a.ok("CLIENT", "TRACKING", "ON")
+	const noRead = "return 1"
+	const read = "return redis.call('GET', KEYS[1])"
+	a.do("GET", "before")
+	for _, path := range []string{"log", "read"} {
+		if path == "read" {
+			for _, src := range []string{noRead, read} {
+				if sha := a.do("SCRIPT", "LOAD", src).Text(); sha != script.SHA1(src) {
+					t.Fatalf("SCRIPT LOAD %q: %s", src, sha)
+				}
+			}
+			a.do("EVALSHA_RO", script.SHA1(noRead), "2", "n"+path, "before")
+			a.do("EVALSHA_RO", script.SHA1(read), "1", "r"+path)
+		} else {
+			a.do("EVAL_RO", noRead, "2", "n"+path, "before")
+			a.do("EVAL_RO", read, "1", "r"+path)
+		}
+		w.ok("MSET", "n"+path, "1", "r"+path, "2", "before", "3")
+		a.expect(path+": the reading script's key, and the one read before", inval("r"+path), inval("before"))
+		a.do("GET", "before")
+	}
+	if _, keys, items, _ := s.tracking.counts(); keys != 1 || items != 1 {
+		t.Errorf("table: %d keys, %d items; want only before", keys, items)
+	}
+}
+
+// TestTrackingFlushForgetsAll: FLUSHALL empties the table even when no
+// connection tracks any more (Redis frees it whole): a key read by a
+// connection that then turned tracking off and on again is not
+// invalidated by a write after the flush.
+func TestTrackingFlushForgetsAll(t *testing.T) {
+	s := startServer(t)
+	a, w := dialTrack(t, s, 3), dialTrack(t, s, 3)
+	a.ok("CLIENT", "TRACKING", "ON")
+	a.do("GET", "k")
+	a.ok("CLIENT", "TRACKING", "OFF")
+	w.ok("FLUSHALL")
+	if _, keys, items, _ := s.tracking.counts(); keys != 0 || items != 0 {
+		t.Errorf("after FLUSHALL: %d keys, %d items", keys, items)
+	}
+	a.ok("CLIENT", "TRACKING", "ON")
+	w.ok("SET", "k", "1")
+	a.expect("k was forgotten at the flush")
+}
+
+// TestTrackingCapLowered: CONFIG SET tracking-table-max-keys below the
+// table's size evicts at once (Redis's cron does so on an idle server),
+// each key with its invalidation, after the CONFIG SET's reply.
+func TestTrackingCapLowered(t *testing.T) {
+	s := startServer(t)
+	a := dialTrack(t, s, 3)
+	a.ok("CLIENT", "TRACKING", "ON")
+	for i := range 5 {
+		a.do("GET", "c"+strconv.Itoa(i))
+	}
+	a.ok("CONFIG", "SET", "tracking-table-max-keys", "2")
+	defer a.ok("CONFIG", "SET", "tracking-table-max-keys", "1000000")
+	evicted := map[string]bool{}
+	for range 3 {
+		v := a.read()
+		if v.Kind() != resp.KindPush || len(v.Elems()) != 2 || len(v.Elems()[1].Elems()) != 1 {
+			t.Fatalf("got %s, want an eviction's invalidation", v)
+		}
+		evicted[v.Elems()[1].Elems()[0].Text()] = true
+	}
+	a.expect("three evicted")
+	if _, keys, _, _ := s.tracking.counts(); keys != 2 || len(evicted) != 3 {
+		t.Errorf("%d keys left, %d evicted; want 2 and 3", keys, len(evicted))
+	}
+}
+
+// TestTrackingRedirectQuit: a redirect target that sent QUIT has gone as
+// soon as it is answered, even while its client keeps the socket open:
+// the next invalidation is a tracking-redir-broken push at once.
+func TestTrackingRedirectQuit(t *testing.T) {
+	s := startServer(t)
+	target, a, w := dialTrack(t, s, 3), dialTrack(t, s, 3), dialTrack(t, s, 3)
+	id := target.id()
+	a.ok("CLIENT", "TRACKING", "ON", "REDIRECT", id)
+	a.do("GET", "k")
+	target.ok("QUIT") // the socket stays open on this side
+	start := time.Now()
+	w.ok("SET", "k", "1")
+	a.want("broken", resp.Push(resp.BulkString("tracking-redir-broken"), resp.Int(mustInt(t, id))).String())
+	if d := time.Since(start); d > 300*time.Millisecond {
+		t.Errorf("tracking-redir-broken after %v", d)
+	}
+}
