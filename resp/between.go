@@ -1,6 +1,9 @@
 package resp
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Pushes written between replies. A push that reports an event, such as a
 // key invalidation (CLIENT TRACKING), must not reach the client ahead of
@@ -11,11 +14,14 @@ import "sync/atomic"
 // after that reply, before the reply of any command started later. A push
 // that arrives while no command is under way goes out at once.
 
-// betweenState is the part of a Conn that orders such pushes.
+// betweenState is the part of a Conn that orders such pushes. hmu, taken
+// inside wmu and never around a socket write, lets HoldPush place a push
+// without waiting for a write in progress.
 type betweenState struct {
 	started  atomic.Uint64 // commands started, each to be answered (executor)
-	answered uint64        // replies written; guarded by wmu
-	held     []heldPush    // guarded by wmu, in arrival order
+	hmu      sync.Mutex
+	answered uint64     // replies written; guarded by hmu (and moved under wmu)
+	held     []heldPush // guarded by hmu, in arrival order
 }
 
 // heldPush is a push waiting for the reply of command number after.
@@ -30,10 +36,22 @@ type heldPush struct {
 // for it by the caller; they are Released once v is written or dropped.
 // It never blocks on a command; it may block on the socket, like Push.
 func (c *Conn) PushBetween(v Value, size int) error {
+	return c.PushAfter(v, size, c.started.Load())
+}
+
+// Started returns how many of c's commands have started, for PushAfter:
+// taken when a push is decided, it places the push right behind the reply
+// of the command running then (Redis writes an invalidation into the
+// client's buffer at once), however late the push is written.
+func (c *Conn) Started() uint64 { return c.started.Load() }
+
+// PushAfter is PushBetween for a push decided when Started returned after:
+// it is written once the first after commands are answered, and never
+// ahead of a push held before it.
+func (c *Conn) PushAfter(v Value, size int, after uint64) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if n := c.started.Load(); n != c.answered {
-		c.held = append(c.held, heldPush{v: v, after: n, size: size})
+	if c.hold(v, size, after) {
 		return nil
 	}
 	defer c.Release(size)
@@ -44,23 +62,50 @@ func (c *Conn) PushBetween(v Value, size int) error {
 	return c.w.Flush()
 }
 
+// HoldPush places v behind the reply of command number after (Started), if
+// that reply is still to be written, and reports whether it did; if not,
+// the caller writes v (PushAfter). It waits for no socket write, so the
+// apply loop may call it: a push decided while a command runs then follows
+// that command's reply, however late a writer goroutine gets to it.
+func (c *Conn) HoldPush(v Value, size int, after uint64) bool {
+	return c.hold(v, size, after)
+}
+
+// hold appends v to the held pushes if it must wait, keeping their order.
+func (c *Conn) hold(v Value, size int, after uint64) bool {
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
+	if n := len(c.held); n > 0 {
+		after = max(after, c.held[n-1].after)
+	}
+	if after <= c.answered {
+		return false
+	}
+	c.held = append(c.held, heldPush{v: v, after: after, size: size})
+	return true
+}
+
 // startCommand counts a command whose reply will be written.
 func (c *Conn) startCommand() { c.started.Add(1) }
 
 // repliedOne counts a reply just written (wmu held) and writes behind it the
 // held pushes that were waiting for it; the caller flushes.
 func (c *Conn) repliedOne() error {
+	c.hmu.Lock()
 	c.answered++
 	i := 0
+	for i < len(c.held) && c.held[i].after <= c.answered {
+		i++
+	}
+	ready := c.held[:i:i]
+	c.held = c.held[i:]
+	c.hmu.Unlock()
 	var err error
-	for ; i < len(c.held) && c.held[i].after <= c.answered; i++ {
-		h := c.held[i]
-		c.held[i] = heldPush{}
+	for _, h := range ready {
 		if err == nil {
 			err = c.w.WriteValue(h.v, c.Proto())
 		}
 		c.Release(h.size)
 	}
-	c.held = c.held[i:]
 	return err
 }

@@ -64,3 +64,37 @@ func readWithin(c *client, d time.Duration) (string, error) {
 	}
 	return v.String(), nil
 }
+
+// TestHoldPush: a push placed while a command runs (HoldPush, with Started
+// taken then) goes out right behind that command's reply and before the
+// reply of a command pipelined after it, though nobody writes it later; on
+// an idle connection HoldPush declines, for the caller to write it.
+func TestHoldPush(t *testing.T) {
+	h := newTestHandler()
+	srv := &Server{Handler: h}
+	addr := startServer(t, srv)
+	c := dial(t, addr)
+	c.send("*1\r\n$2\r\nID\r\n")
+	c.expect("(integer) 1")
+	conn := waitConn(t, srv)
+	v := Push(BulkString("held"))
+	n := EncodedLen(v, 2)
+	if conn.HoldPush(v, n, conn.Started()) {
+		t.Fatal("HoldPush held a push on an idle connection")
+	}
+	c.send("*1\r\n$4\r\nGATE\r\n*1\r\n$2\r\nID\r\n")
+	<-h.entered
+	if err := conn.Reserve(n); err != nil {
+		t.Fatal(err)
+	}
+	if !conn.HoldPush(v, n, conn.Started()) {
+		t.Fatal("HoldPush did not hold a push while GATE runs")
+	}
+	h.gate <- struct{}{}
+	c.expect("OPEN")
+	c.expect(`["held"]`)
+	c.expect("(integer) 1")
+	if n := conn.PendingOutput(); n != 0 {
+		t.Errorf("pending output %d after the push was written", n)
+	}
+}

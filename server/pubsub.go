@@ -118,6 +118,7 @@ type queuedMsg struct {
 	pattern, channel string
 	unmatched        bool
 	seq              uint64 // the message's number (pubsub.seq)
+	after            uint64 // a tracking push: the commands it follows (resp.Conn.Started when queued)
 }
 
 func newPubsub() *pubsub {

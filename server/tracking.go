@@ -455,7 +455,7 @@ func (t *tracker) push(c *resp.Conn, v resp.Value) {
 
 // pusher writes one connection's invalidations, on its own goroutine so
 // that the apply loop never waits for a client, each between two replies
-// (resp.Conn.PushBetween), its queue counted as the connection's pending
+// (resp.Conn.PushAfter, placed when queued), its queue counted as the connection's pending
 // output: a client that does not read is disconnected at its output limit.
 type pusher struct {
 	c     *resp.Conn
@@ -470,8 +470,14 @@ func (p *pusher) enqueue(v resp.Value) {
 		return // closed: its goroutine drops it
 	}
 	p.mu.Lock()
-	p.queue = append(p.queue, queuedMsg{v: v, size: n})
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	after := p.c.Started()
+	// Behind the reply of the command under way, at once, unless earlier
+	// pushes still wait for the writer goroutine (they go first).
+	if len(p.queue) == 0 && p.c.HoldPush(v, n, after) {
+		return
+	}
+	p.queue = append(p.queue, queuedMsg{v: v, size: n, after: after})
 	select {
 	case p.wake <- struct{}{}:
 	default:
@@ -503,7 +509,7 @@ func (t *tracker) run(p *pusher) {
 		q := p.take()
 		for i, m := range q {
 			q[i] = queuedMsg{}
-			if err := p.c.PushBetween(m.v, m.size); err != nil {
+			if err := p.c.PushAfter(m.v, m.size, m.after); err != nil {
 				for _, rest := range q[i+1:] {
 					p.c.Release(rest.size)
 				}
