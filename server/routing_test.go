@@ -35,6 +35,9 @@ func TestGenericHandlers(t *testing.T) {
 	// the node: a handler of its own).
 	wantWrites = append(wantWrites, "copy", "flushall", "flushdb", "move", "rename", "renamenx", "swapdb")
 	wantReads = append(wantReads, "object", "touch", "lrange")
+	// Bits, LCS, RPOP and HMSET (cluster version 3).
+	wantWrites = append(wantWrites, "setbit", "rpop", "hmset")
+	wantReads = append(wantReads, "getbit", "bitcount", "bitpos", "lcs")
 	slices.Sort(wantWrites)
 	slices.Sort(wantReads)
 	if !slices.Equal(writes, wantWrites) {
