@@ -314,7 +314,7 @@ func docRows() []docRow {
 		{name: "lcs", group: "string", since: "7.0.0",
 			summary:    "Find longest common substring",
 			complexity: "O(N*M) where N and M are the lengths of s1 and s2, respectively",
-			args:       "key1=key key2=key [LEN] [IDX] [MINMATCHLEN len=integer] [WITHMATCHLEN]",
+			args:       "key1=key key2=key [LEN] [IDX] [MINMATCHLEN min-match-len=integer] [WITHMATCHLEN]",
 			oneKeySpec: true},
 		{name: "rpop", group: "list", since: "1.0.0",
 			summary:    "Remove and get the last elements in a list",
