@@ -24,6 +24,8 @@ package lockstate
 //	     match an empty name as Redis does
 //	   - Functions: FUNCTION, FCALL, FCALL_RO and the f/<library> records
 //	     (functions.go)
+//	   - SETBIT, RPOP and HMSET, and GETBIT, BITCOUNT, BITPOS and LCS
+//	     inside scripts (bits.go, lcs.go, listpops.go)
 const MaxVersion = 3
 
 // incrStep is what INCR adds: 1 at every version this binary knows.
