@@ -245,3 +245,41 @@ func TestDiffBits(t *testing.T) {
 	}
 	t.Logf("%d cases, over RESP2 and RESP3", len(cases))
 }
+
+// The keyspace notifications of SETBIT, RPOP and HMSET, byte for byte
+// against redis-server 7.0.15 (TestDiffKeyspaceNotifications' harness):
+// setbit only when the string changed, rpop once per pop (then del for an
+// emptied list), hset for HMSET, new for a created key; none for the reads.
+func TestDiffBitsNotifications(t *testing.T) {
+	t.Parallel()
+	fa, ra := diffPubSubSetup(t)
+	steps := [][]string{
+		{"SETBIT", "b", "7", "1"}, {"SETBIT", "b", "7", "1"}, {"SETBIT", "b", "7", "0"}, {"SETBIT", "b", "100", "0"},
+		{"SETBIT", "b", "-1", "1"}, {"SETBIT", "b", "0", "2"}, {"GETBIT", "b", "7"}, {"BITCOUNT", "b"}, {"BITPOS", "b", "1"},
+		{"RPUSH", "l", "a", "b", "c", "d"}, {"RPOP", "l"}, {"RPOP", "l", "0"}, {"RPOP", "l", "2"}, {"RPOP", "l", "5"}, {"RPOP", "l"},
+		{"SETBIT", "l", "1", "1"}, {"RPOP", "b"},
+		{"HMSET", "h", "a", "1", "b", "2"}, {"HMSET", "h", "a", "1"}, {"HMSET", "b", "a", "1"}, {"HMSET", "h", "a"},
+		{"SET", "s", "ohmytext"}, {"LCS", "s", "b", "IDX"},
+		{"EVAL", "redis.call('setbit', KEYS[1], 3, 1) redis.call('hmset', KEYS[2], 'f', 'v') return redis.call('rpop', KEYS[3])", "3", "s1", "s2", "l"},
+		{"DEL", "b", "h", "s", "s1", "s2"},
+	}
+	cases := 0
+	for _, proto := range []int{2, 3} {
+		for _, flags := range []string{"KEA", "AKEn", "K$", "El", "Eh", "Kg"} {
+			t.Run(fmt.Sprintf("RESP%d/%q", proto, flags), func(t *testing.T) {
+				cmd := dialPair(t, fa, ra, 2, &cases)
+				sub := dialPair(t, fa, ra, proto, &cases)
+				cmd.do("config set", 1, "CONFIG", "SET", "notify-keyspace-events", flags)
+				sub.do("psubscribe", 1, "PSUBSCRIBE", "__key*__:*")
+				sub.do("sync channel", 1, "SUBSCRIBE", "sync")
+				for i, step := range steps {
+					cmd.do("step", 1, step...)
+					cmd.do("sync", 1, "PUBLISH", "sync", fmt.Sprint(i))
+					sub.drainUntil(fmt.Sprintf("events of %q", step), "$4\r\nsync\r\n")
+				}
+				sub.do("punsubscribe", 1, "PUNSUBSCRIBE")
+			})
+		}
+	}
+	t.Logf("%d byte-for-byte comparisons", cases)
+}
