@@ -33,6 +33,7 @@ const (
 	CatSession
 	CatTransaction
 	CatSet
+	CatBitmap
 	catEnd
 )
 
@@ -40,7 +41,7 @@ const (
 const CatAll = catEnd - 1
 
 var catNames = [...]string{"keyspace", "read", "write", "string", "hash", "list", "pubsub", "admin",
-	"fast", "slow", "blocking", "dangerous", "connection", "scripting", "fencedlock", "session", "transaction", "set"}
+	"fast", "slow", "blocking", "dangerous", "connection", "scripting", "fencedlock", "session", "transaction", "set", "bitmap"}
 
 // CatNames lists the categories in ACL CAT's order.
 func CatNames() []string { return catNames[:] }
@@ -103,6 +104,8 @@ var groups = map[string]Cats{
 	"role": CatConnection, "acl": CatConnection, "config": CatAdmin, "slowlog": CatAdmin, "latency": CatAdmin,
 	"multi": CatTransaction, "exec": CatTransaction, "discard": CatTransaction, "watch": CatTransaction,
 	"unwatch": CatTransaction, "raft.watch": CatAdmin,
+	"setbit": CatBitmap, "getbit": CatBitmap, "bitcount": CatBitmap, "bitpos": CatBitmap,
+	"lcs": CatString, "rpop": CatList, "hmset": CatHash,
 }
 
 // slow are the commands whose work grows with their input or the state
@@ -118,6 +121,7 @@ var slow = map[string]bool{
 	"psubscribe": true, "punsubscribe": true, "pubsub": true,
 	"function": true, "fcall": true, "fcall_ro": true, "lrange": true,
 	"smembers": true, "srandmember": true,
+	"setbit": true, "bitcount": true, "bitpos": true, "lcs": true,
 }
 
 // dangerous are Redis's @dangerous commands that need no admin permission
@@ -210,7 +214,7 @@ func (s *Spec) KeysOf(args [][]byte) [][]byte {
 		return out
 	case "mget", "del", "unlink", "exists", "touch", "watch":
 		return args[1:]
-	case "rename", "renamenx", "copy":
+	case "rename", "renamenx", "copy", "lcs":
 		return args[1:3]
 	case "object":
 		return args[2:min(3, len(args))]
@@ -221,7 +225,7 @@ func (s *Spec) KeysOf(args [][]byte) [][]byte {
 	case "scan":
 		return nil
 	}
-	if s.Cats&(CatString|CatHash|CatList|CatFencedlock|CatKeyspace) != 0 && len(args) > 1 {
+	if s.Cats&(CatString|CatHash|CatList|CatBitmap|CatFencedlock|CatKeyspace) != 0 && len(args) > 1 {
 		return args[1:2]
 	}
 	return nil

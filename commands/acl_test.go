@@ -23,6 +23,14 @@ func TestKeyspaceCommandCategories(t *testing.T) {
 		"touch":     "keyspace read fast",
 		"randomkey": "keyspace read slow",
 		"object":    "keyspace read slow",
+		// Bits, LCS, RPOP and HMSET: Redis 7.0's categories too.
+		"setbit":   "write slow bitmap",
+		"getbit":   "read fast bitmap",
+		"bitcount": "read slow bitmap",
+		"bitpos":   "read slow bitmap",
+		"lcs":      "read string slow",
+		"rpop":     "write list fast",
+		"hmset":    "write hash fast",
 	} {
 		s, ok := tb.Lookup([]byte(name))
 		if !ok {
@@ -39,7 +47,7 @@ func TestKeyspaceCommandCategories(t *testing.T) {
 // @slow; the admin set is the one the security contract names.
 func TestEveryCommandHasAGroup(t *testing.T) {
 	tb := New()
-	const group = CatKeyspace | CatString | CatHash | CatList | CatSet | CatPubsub | CatAdmin | CatConnection | CatScripting | CatFencedlock | CatSession | CatTransaction
+	const group = CatKeyspace | CatString | CatHash | CatList | CatSet | CatPubsub | CatAdmin | CatConnection | CatScripting | CatFencedlock | CatSession | CatTransaction | CatBitmap
 	for _, s := range tb.All() {
 		c := s.Cats
 		if c&group == 0 {

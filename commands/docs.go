@@ -439,6 +439,9 @@ type docRow struct {
 	deprecated string   // the version that deprecated it
 	replacedBy string
 	syscmd     bool // for nodes, not users (Redis's syscmd doc flag)
+	// oneKeySpec: the key arguments share key spec 0, as LCS's two keys
+	// are one range in Redis's key specs.
+	oneKeySpec bool
 }
 
 // buildDocs turns the rows into the documentation of each command, by
@@ -451,6 +454,13 @@ func buildDocs(rows []docRow) (map[string]*Doc, error) {
 		var err error
 		if d.Args, err = parseArgs(r.args); err != nil {
 			return nil, fmt.Errorf("%s: %w", r.name, err)
+		}
+		if r.oneKeySpec {
+			for i := range d.Args {
+				if d.Args[i].Type == ArgKey {
+					d.Args[i].KeySpecIndex = 0
+				}
+			}
 		}
 		if len(r.history)%2 != 0 {
 			return nil, fmt.Errorf("commands: %s: history needs version and change pairs", r.name)

@@ -24,6 +24,10 @@ var fuzzSeeds = []string{
 	"SCAN +7 count 9223372036854775807", "SCAN x", "SCAN 0 TYPE", "scan 1 match [a-",
 	"SETEX k 9223372036854776 v", "PSETEX k 0 v", "GETEX k EX 1 ex 2", "GETEX k PERSIST EX 1", "GETEX k PXAT abc",
 	"INCRBY k -9223372036854775808", "DECRBY k -9223372036854775808", "SETRANGE k -1 v", "SETRANGE k 536870912 v",
+	"SETBIT k 7 1", "SETBIT k 4294967295 0", "SETBIT k 4294967296 1", "SETBIT k -1 1", "SETBIT k 0 2", "GETBIT k 01",
+	"BITCOUNT k", "BITCOUNT k 0 -1 BIT", "BITCOUNT k -1 -2 FOO", "BITCOUNT k 0", "BITPOS k 1 2 -1 byte", "BITPOS k 2",
+	"BITPOS k 0 x", "BITPOS k 1 0 1 BIT x", "LCS a b IDX MINMATCHLEN -5 WITHMATCHLEN", "LCS a b LEN IDX", "LCS a b MINMATCHLEN",
+	"RPOP k 3", "RPOP k 1 2", "HMSET k f v g",
 }
 
 // FuzzParse splits bytes into arguments on NUL, checks them against the
@@ -192,6 +196,42 @@ func FuzzParse(f *testing.F) {
 		if fits("lpop") {
 			_, err := ParseCount(a)
 			checkParseErr(t, err)
+		}
+		// The bit commands and LCS: Redis's errors, and what parses is in
+		// range.
+		bitErrs := []error{ErrBitOffset, ErrBitValue, ErrBitArg, ErrLCSLenIdx}
+		if fits("setbit") {
+			r, err := ParseSetBit(a)
+			checkParseErr(t, err, bitErrs...)
+			if err == nil && (r.Offset < 0 || r.Offset>>3 >= MaxBitString) {
+				t.Fatalf("SETBIT parsed to %+v", r)
+			}
+		}
+		if fits("getbit") {
+			_, err := ParseBitOffset(a[2])
+			checkParseErr(t, err, bitErrs...)
+		}
+		if fits("bitcount") {
+			r, err := ParseBitCount(a)
+			checkParseErr(t, err, bitErrs...)
+			if err == nil && r.Ranged != (len(a) > 2) && !r.Empty {
+				t.Fatalf("BITCOUNT %q parsed to %+v", a, r)
+			}
+		}
+		if fits("bitpos") {
+			r, err := ParseBitPos(a)
+			checkParseErr(t, err, bitErrs...)
+			checkParseErr(t, r.Invalid, bitErrs...)
+			if err == nil && r.Invalid == nil && (r.Range.Ranged != (len(a) > 3) || r.Range.EndGiven != (len(a) > 4)) {
+				t.Fatalf("BITPOS %q parsed to %+v", a, r)
+			}
+		}
+		if fits("lcs") {
+			r, err := ParseLCS(a)
+			checkParseErr(t, err, bitErrs...)
+			if err == nil && (r.Len && r.Idx || r.MinMatchLen < 0) {
+				t.Fatalf("LCS %q parsed to %+v", a, r)
+			}
 		}
 		if fits("eval") {
 			r, err := ParseEval(a)

@@ -361,16 +361,21 @@ func ParsePush(args [][]byte) (string, []string) {
 	return string(args[1]), els
 }
 
-// ParseCount parses the optional count of LPOP key [count]: -1 when not
-// given, otherwise >= 0 ("value is out of range, must be positive").
+// ParseCount parses the optional count of LPOP or RPOP key [count]: -1
+// when not given, otherwise >= 0 ("value is out of range, must be
+// positive").
 func ParseCount(args [][]byte) (int64, error) {
 	if len(args) < 3 {
 		return -1, nil
 	}
 	if len(args) > 3 {
 		// Redis's popGenericCommand answers the arity error, not a syntax
-		// error, though LPOP's table arity (-2) let the command through.
-		return 0, ArityError("lpop")
+		// error, though the table's arity (-2) let the command through.
+		name := "lpop"
+		if strings.EqualFold(string(args[0]), "rpop") {
+			name = "rpop"
+		}
+		return 0, ArityError(name)
 	}
 	n, err := ParseInt(args[2])
 	if err != nil || n < 0 {

@@ -205,6 +205,15 @@ func New() *Table {
 		{"llen", 2, Read | Keyspace},
 		{"lrange", 4, Read | Keyspace},
 		{"blpop", -3, Write | Ahead | Keyspace | Blocking},
+		// Bits, LCS, RPOP and HMSET (issue 21, cluster version 3):
+		// lockstate/bits.go, lcs.go, listpops.go.
+		{"setbit", 4, Write | Ahead | Keyspace | DenyOOM},
+		{"getbit", 3, Read | Keyspace},
+		{"bitcount", -2, Read | Keyspace},
+		{"bitpos", -3, Read | Keyspace},
+		{"lcs", -3, Read | Keyspace},
+		{"rpop", -2, Write | Ahead | Keyspace},
+		{"hmset", -4, Write | Ahead | Keyspace | DenyOOM},
 		// Whole keys (issue 21, cluster version 3): keyspace.go.
 		{"rename", 3, Write | Ahead | Keyspace},
 		{"renamenx", 3, Write | Ahead | Keyspace},
@@ -326,6 +335,7 @@ var sinceVersion = map[string]int64{
 	"function": 3, "fcall": 3, "fcall_ro": 3,
 	"lrange": 3,
 	"sadd":   3, "srem": 3, "spop": 3, "smembers": 3, "sismember": 3, "smismember": 3, "scard": 3, "srandmember": 3,
+	"setbit": 3, "getbit": 3, "bitcount": 3, "bitpos": 3, "lcs": 3, "rpop": 3, "hmset": 3,
 }
 
 // Lookup finds a command by name, case-insensitively.

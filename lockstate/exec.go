@@ -81,6 +81,14 @@ func readHandler(name string) handler {
 		return cmdScard
 	case "srandmember":
 		return cmdSrandmember
+	case "getbit":
+		return cmdGetBit
+	case "bitcount":
+		return cmdBitCount
+	case "bitpos":
+		return cmdBitPos
+	case "lcs":
+		return cmdLCS
 	}
 	return nil
 }
@@ -170,6 +178,12 @@ func writeHandler(name string) handler {
 		return cmdMove
 	case "swapdb":
 		return cmdSwapDB
+	case "setbit":
+		return cmdSetBit
+	case "rpop":
+		return cmdRpop
+	case "hmset":
+		return cmdHmset
 	}
 	return nil
 }
@@ -256,13 +270,18 @@ func (s *State) write(spec *commands.Spec, h handler, a [][]byte, now int64) rep
 }
 
 // extraGrowth is what a command may add beyond its arguments: SETRANGE's
-// zero padding up to its offset (a string holds MaxRecord at most), and
-// the digits INCRBYFLOAT may print (up to Redis's 5 KiB for a long double).
+// zero padding up to its offset and SETBIT's up to its offset's byte (a
+// string holds MaxRecord at most), and the digits INCRBYFLOAT may print
+// (up to Redis's 5 KiB for a long double).
 func extraGrowth(name string, a [][]byte) int64 {
 	switch name {
 	case "setrange":
 		if n, err := commands.ParseInt(a[2]); err == nil && n > 0 {
 			return min(n, MaxRecord)
+		}
+	case "setbit":
+		if n, err := commands.ParseInt(a[2]); err == nil && n > 0 {
+			return min(n>>3+1, MaxRecord)
 		}
 	case "incrbyfloat":
 		return 5 << 10

@@ -21,6 +21,7 @@ var execNames = []string{
 	"SETNX", "SETEX", "PSETEX", "GETSET", "GETEX", "APPEND", "SETRANGE", "INCRBY", "INCRBYFLOAT", "DECR", "DECRBY",
 	"EXPIRETIME", "PEXPIRETIME",
 	"RENAME", "RENAMENX", "COPY", "FLUSHALL", "FLUSHDB", "MOVE", "SWAPDB", "TOUCH", "RANDOMKEY", "OBJECT",
+	"SETBIT", "GETBIT", "BITCOUNT", "BITPOS", "LCS", "RPOP", "HMSET", "LRANGE",
 	"FLOCK", "PING", "NOPE", "CONFIG",
 }
 
@@ -36,6 +37,8 @@ var execWords = []string{
 	"REPLACE", "DB", "ASYNC", "SYNC", "ENCODING", "REFCOUNT", "FREQ", "IDLETIME", "HELP",
 	"return redis.call('rename', KEYS[1], ARGV[1])", "return redis.call('randomkey')",
 	"SET", "notify-keyspace-events", "KEA", "Kgx", "El$", "Kq",
+	"BIT", "BYTE", "IDX", "LEN", "MINMATCHLEN", "WITHMATCHLEN", "7", "4294967295", "33554431", "33554432",
+	"return redis.call('setbit', KEYS[1], ARGV[1], 1)", "return redis.call('lcs', KEYS[1], ARGV[1], 'IDX')",
 }
 
 // execCheck applies one OpExec (and an FLOCK or FUNLOCK of lock "a" now and
@@ -119,6 +122,8 @@ func FuzzExec(f *testing.F) {
 		"INCR k", "FLOCK", "SET a v", "FUNLOCK", "HDEL h f g",
 		"SETNX a v", "GETEX k PX 10", "SETRANGE k 3 x", "APPEND k y", "INCRBYFLOAT k 1e4932", "DECRBY k -9223372036854775808",
 		"RENAME k a", "RENAMENX h l", "COPY l k DB 0 REPLACE", "FLUSHALL ASYNC", "OBJECT ENCODING h", "TOUCH a k", "RANDOMKEY",
+		"SETBIT k 33554431 1", "SETBIT a 7 1", "GETBIT k 4294967295", "BITCOUNT k -1 -1 BIT", "BITPOS k 0 1 -1 BIT",
+		"LCS k a IDX MINMATCHLEN 1 WITHMATCHLEN", "RPOP l 2", "HMSET h f v g w",
 	} {
 		f.Add([]byte(strings.ReplaceAll(line, " ", "\x00")))
 	}

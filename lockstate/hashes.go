@@ -1,7 +1,6 @@
 package lockstate
 
 import (
-	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -42,6 +41,16 @@ func cmdHset(s *State, a [][]byte, now int64) reply.Value {
 	}
 	s.notify(notifyHash, "hset", name)
 	return reply.Int(added)
+}
+
+// cmdHmset is HMSET key field value [field value ...] (cluster version
+// 3): Redis's deprecated form of HSET, the same write and "hset" event,
+// answering OK.
+func cmdHmset(s *State, a [][]byte, now int64) reply.Value {
+	if r := cmdHset(s, a, now); r.Kind != reply.KindInt {
+		return r
+	}
+	return reply.OK()
 }
 
 // hset sets one field; it reports whether the field is new.
@@ -190,53 +199,6 @@ func cmdPush(s *State, a [][]byte, now int64) reply.Value {
 	s.notify(notifyList, event, name)
 	s.pushed = append(s.pushed, k.name)
 	return reply.Int(int64(len(k.list)))
-}
-
-func cmdLpop(s *State, a [][]byte, now int64) reply.Value {
-	count, err := commands.ParseCount(a)
-	if errors.Is(err, commands.ErrArity) && s.Version() < 2 {
-		// Before cluster version 2 a count with more after it was a
-		// syntax error: a script may store the text, so every replica
-		// answers it as the cluster's version does.
-		err = commands.ErrSyntax
-	}
-	if err != nil {
-		return parseErr(err)
-	}
-	k, ok := s.typed(string(a[1]), kvList, now)
-	switch {
-	case !ok:
-		return errWrongType
-	case k == nil && count < 0:
-		return reply.Null()
-	case k == nil:
-		return reply.NullArray()
-	}
-	n := int64(1)
-	if count >= 0 {
-		n = min(count, int64(len(k.list)))
-	}
-	popped := k.list[:n]
-	for _, e := range popped {
-		k.size -= elemSize(e)
-	}
-	k.list = slices.Clone(k.list[n:])
-	if n > 0 {
-		s.markDirty(kvRecKey(k.name), &k.cost)
-		s.notify(notifyList, "lpop", k.name)
-		if len(k.list) == 0 {
-			s.deleteKey(k)
-			s.notify(notifyGeneric, "del", k.name)
-		}
-	}
-	if count < 0 {
-		return reply.BulkString(popped[0])
-	}
-	out := make([]reply.Value, len(popped))
-	for i, e := range popped {
-		out[i] = reply.BulkString(e)
-	}
-	return reply.Array(out...)
 }
 
 // cmdBlpop pops the first element of the first non-empty list, as BLPOP

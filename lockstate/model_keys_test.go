@@ -14,8 +14,9 @@ import (
 
 // The model's keyspace: a subset of the commands (SET [NX|XX] [PX ms], DEL,
 // PEXPIRE, PERSIST, INCR, and from cluster version 2 SETNX, PSETEX, GETSET,
-// GETEX, APPEND, SETRANGE, INCRBY, DECR, DECRBY, INCRBYFLOAT; GET, PTTL,
-// PEXPIRETIME, EXPIRETIME, TYPE, EXISTS, KEYS *, FENCE), written plainly,
+// GETEX, APPEND, SETRANGE, INCRBY, DECR, DECRBY, INCRBYFLOAT, from 3 SETBIT;
+// GET, PTTL, PEXPIRETIME, EXPIRETIME, TYPE, EXISTS, KEYS *, FENCE, GETBIT,
+// BITCOUNT, BITPOS), written plainly,
 // with no heap and no parsers of its own beyond strconv and math/big.
 
 type mKey struct {
@@ -63,7 +64,7 @@ var wrongType = reply.Error("WRONGTYPE Operation against a key holding the wrong
 // versionThree from 3 on.
 var (
 	versionTwo   = []string{"SETNX", "SETEX", "PSETEX", "GETSET", "GETEX", "APPEND", "SETRANGE", "INCRBY", "INCRBYFLOAT", "DECR", "DECRBY"}
-	versionThree = []string{"RENAME", "RENAMENX", "COPY", "FLUSHALL", "FLUSHDB"}
+	versionThree = []string{"RENAME", "RENAMENX", "COPY", "FLUSHALL", "FLUSHDB", "SETBIT"}
 )
 
 func (m *model) exec(args []string, now int64) reply.Value {
@@ -205,6 +206,43 @@ func (m *model) exec(args []string, now int64) reply.Value {
 		n := int64(len(set(old[:off] + args[3] + old[off+len(args[3]):]).val))
 		m.event('$', "setrange", name)
 		return reply.Int(n)
+	case "SETBIT":
+		// A bit offset addresses a string of at most 512 MiB; bit i is
+		// the (7 - i%8)th bit of byte i/8. Nothing changes when the bit
+		// already is so (no event).
+		off, ok := redisInt(args[2])
+		if !ok || off.Sign() < 0 || off.Int64()/8 >= 512<<20 {
+			return reply.Error("ERR bit offset is not an integer or out of range")
+		}
+		if args[3] != "0" && args[3] != "1" {
+			return reply.Error("ERR bit is not an integer or out of range")
+		}
+		if lock {
+			return wrongType
+		}
+		var b []byte
+		if k != nil {
+			b = []byte(k.val)
+		}
+		i := int(off.Int64() / 8)
+		for len(b) <= i {
+			b = append(b, 0)
+		}
+		bit := byte(0x80) >> (off.Int64() % 8)
+		old := int64(0)
+		if b[i]&bit != 0 {
+			old = 1
+		}
+		if args[3] == "1" {
+			b[i] |= bit
+		} else {
+			b[i] &^= bit
+		}
+		if k == nil || string(b) != k.val {
+			set(string(b))
+			m.event('$', "setbit", name)
+		}
+		return reply.Int(old)
 	case "INCR", "INCRBY", "DECRBY", "DECR":
 		by := big.NewInt(1)
 		if cmd == "DECR" {
@@ -467,6 +505,44 @@ func (m *model) read(args []string, now int64) reply.Value {
 		return reply.Int(int64(n))
 	case "OBJECT":
 		return m.objectRead(args, now)
+	case "GETBIT", "BITCOUNT", "BITPOS":
+		switch {
+		case lock:
+			return wrongType
+		case k == nil && args[0] == "BITPOS" && args[2] == "1":
+			return reply.Int(-1)
+		case k == nil:
+			return reply.Int(0)
+		}
+		// The string's bits, first byte's high bit first.
+		var bitsOf []byte
+		for i := 0; i < len(k.val); i++ {
+			for j := 7; j >= 0; j-- {
+				bitsOf = append(bitsOf, '0'+(k.val[i]>>j)&1)
+			}
+		}
+		switch args[0] {
+		case "GETBIT":
+			off, _ := strconv.Atoi(args[2])
+			if off < len(bitsOf) && bitsOf[off] == '1' {
+				return reply.Int(1)
+			}
+			return reply.Int(0)
+		case "BITCOUNT":
+			return reply.Int(int64(strings.Count(string(bitsOf), "1")))
+		}
+		// BITPOS over the whole string: past its end it reads as zeros,
+		// but an empty string has no range to look in.
+		if len(bitsOf) == 0 {
+			return reply.Int(-1)
+		}
+		if i := strings.IndexByte(string(bitsOf), args[2][0]); i >= 0 {
+			return reply.Int(int64(i))
+		}
+		if args[2] == "1" {
+			return reply.Int(-1)
+		}
+		return reply.Int(int64(len(bitsOf)))
 	case "KEYS":
 		var names []string
 		for n := range m.keys {
@@ -506,7 +582,9 @@ func (g *gen) genExec() []string {
 	name := g.pick(genKeys())
 	ms := func() string { return strconv.Itoa(10 * g.src.intn(30)) }
 	at := func() string { return strconv.FormatInt(g.wall+10*int64(g.src.intn(30)-5), 10) }
-	switch g.src.intn(24) {
+	switch g.src.intn(25) {
+	case 23:
+		return []string{"SETBIT", name, g.pick([]string{"0", "1", "6", "7", "9", "17", "-1", "x"}), g.pick([]string{"0", "1", "1", "2"})}
 	case 8:
 		return []string{"PEXPIREAT", name, at()}
 	case 9:
@@ -584,8 +662,9 @@ func (g *gen) genExec() []string {
 func compareKeyReads(s *State, m *model, now int64) error {
 	names := append(genKeys(), genLocks()...)
 	for _, name := range names {
-		for _, cmd := range []string{"GET", "PTTL", "PEXPIRETIME", "EXPIRETIME", "TYPE", "EXISTS"} {
-			args := []string{cmd, name}
+		for _, args := range [][]string{{"GET", name}, {"PTTL", name}, {"PEXPIRETIME", name}, {"EXPIRETIME", name},
+			{"TYPE", name}, {"EXISTS", name}, {"GETBIT", name, "1"}, {"GETBIT", name, "9"}, {"BITCOUNT", name},
+			{"BITPOS", name, "0"}, {"BITPOS", name, "1"}} {
 			if got, want := s.Exec(args, now), m.read(args, now); resp.FromReply(got).String() != resp.FromReply(want).String() {
 				return fmt.Errorf("Exec(%q) = %v, model %v", args, got, want)
 			}

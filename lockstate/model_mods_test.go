@@ -91,6 +91,10 @@ func (m *model) write(args []string, now int64) reply.Value {
 	}
 	name := args[1]
 	existed := m.liveKey(name, now) != nil
+	var was string
+	if k := m.liveKey(name, now); k != nil {
+		was = k.val
+	}
 	m.phase(func() { r = m.exec(args, now) })
 	if max(m.version, 1) < txVersion || r.IsError() {
 		return r
@@ -113,6 +117,9 @@ func (m *model) write(args []string, now int64) reply.Value {
 		touched = len(args) > 2 && existed && !upper("PERSIST")
 	case "SETRANGE":
 		touched = args[3] != ""
+	case "SETBIT": // only a bit that flips, or a string that grows or is new
+		k := m.liveKey(name, now)
+		touched = !existed || k == nil || k.val != was
 	}
 	if touched {
 		m.changed(name, false)

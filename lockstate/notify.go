@@ -23,8 +23,9 @@ import (
 // MSET, MSETNX: each key), expire (a SET or GETEX with a TTL, EXPIRE and
 // its kin), del (DEL, UNLINK, GETDEL, an EXPIRE or GETEX to the past, and
 // a hash or list emptied), persist, incrby (INCR, DECR, INCRBY, DECRBY),
-// incrbyfloat, append, setrange, hset, hincrby, hdel, lpush, rpush, lpop
-// (LPOP, BLPOP), expired, and new (dbAdd: any key created). fenced's own
+// incrbyfloat, append, setrange, setbit (a SETBIT that changed the string),
+// hset (HSET, HMSET), hincrby, hdel, lpush, rpush, lpop (LPOP, BLPOP), rpop,
+// expired, and new (dbAdd: any key created). fenced's own
 // DELEX and DELIFEQ raise del. A SET whose absolute time is already past
 // raises set and expire as Redis does, then expired at once, since fenced
 // deletes the key in that entry where Redis waits for it to be looked at.

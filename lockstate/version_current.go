@@ -31,6 +31,8 @@ package lockstate
 //	     PING runs, redis.acl_check_cmd exists, Redis's blocking commands
 //	     fenced lacks are not allowed (not unknown), getmetatable(_G) is a
 //	     read-only table
+//	   - SETBIT, RPOP and HMSET, and GETBIT, BITCOUNT, BITPOS and LCS
+//	     inside scripts (bits.go, lcs.go, listpops.go)
 const MaxVersion = 3
 
 // incrStep is what INCR adds: 1 at every version this binary knows.

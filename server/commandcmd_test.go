@@ -256,10 +256,14 @@ func (r docsRules) args(path string, v resp.Value, since string, keys *int) {
 			r.errorf(p, "key_spec_index %v for type %s", ksi, typ)
 		}
 		if hasKSI {
-			if ksi.Kind() != resp.KindInt || ksi.Integer() != int64(*keys) {
-				r.errorf(p, "key_spec_index %v, want %d (keys in order)", ksi, *keys)
+			// The next key spec, or one an earlier key argument has:
+			// keys that share a range spec (LCS's two) share its index.
+			switch {
+			case ksi.Kind() != resp.KindInt || ksi.Integer() < 0 || ksi.Integer() > int64(*keys):
+				r.errorf(p, "key_spec_index %v, want %d (keys in order) or an earlier one", ksi, *keys)
+			case ksi.Integer() == int64(*keys):
+				*keys++
 			}
-			*keys++
 		}
 		tok, hasTok := vals["token"]
 		if hasTok {

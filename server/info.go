@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
 	"maps"
@@ -159,16 +160,33 @@ func (s *Server) infoSection(sec string) [][2]string {
 		// replica of it, whose link is up while it hears from the leader
 		// (as /readyz counts it). redis_exporter labels its metrics with
 		// the role.
+		st := s.node.Status()
+		var out [][2]string
 		if s.node.IsLeader() {
-			return [][2]string{{"role", "master"}}
+			// connected_slaves: the other members of the Raft
+			// configuration, every one of which the leader replicates to.
+			out = [][2]string{{"role", "master"}, {"connected_slaves", strconv.Itoa(max(st.Peers-1, 0))}}
+		} else {
+			leader, _ := s.leaderAddr()
+			host, port, _ := net.SplitHostPort(leader)
+			link := "down"
+			if leader != "" && time.Since(st.LastContact) <= readyContact {
+				link = "up"
+			}
+			// slave_repl_offset: the log index this node has applied.
+			out = [][2]string{{"role", "slave"}, {"master_host", host}, {"master_port", port}, {"master_link_status", link},
+				{"slave_repl_offset", utoa(st.Applied)}, {"connected_slaves", "0"}}
 		}
-		leader, _ := s.leaderAddr()
-		host, port, _ := net.SplitHostPort(leader)
-		link := "down"
-		if leader != "" && time.Since(s.node.Status().LastContact) <= readyContact {
-			link = "up"
-		}
-		return [][2]string{{"role", "slave"}, {"master_host", host}, {"master_port", port}, {"master_link_status", link}}
+		// master_replid names the replication history as Redis's does:
+		// one per leadership (the leader's id and term), so it changes
+		// with each election as Redis's does when a replica is promoted,
+		// and every node that follows the same leader shows the same id.
+		// master_repl_offset is the Raft log index this node has applied
+		// (ROLE's offset): it only grows, across leaders too, so there is
+		// no second history (master_replid2 zeros, second_repl_offset -1).
+		return append(out, [][2]string{{"master_failover_state", "no-failover"},
+			{"master_replid", replID(st.LeaderID, st.Term)}, {"master_replid2", strings.Repeat("0", 40)},
+			{"master_repl_offset", utoa(st.Applied)}, {"second_repl_offset", "-1"}}...)
 	case "cpu":
 		// This process's CPU time, as Redis reports its own (getrusage);
 		// fenced forks no children.
@@ -231,6 +249,16 @@ func (s *Server) infoSection(sec string) [][2]string {
 		}
 	}
 	return nil
+}
+
+// replID is INFO's master_replid for the leadership of leader in term: 40
+// hex digits, as Redis's run ids, zeros while no leader is known.
+func replID(leader string, term uint64) string {
+	if leader == "" {
+		return strings.Repeat("0", 40)
+	}
+	h := sha1.Sum([]byte(leader + "\x00" + strconv.FormatUint(term, 10)))
+	return hex.EncodeToString(h[:])
 }
 
 // rssBytes is this process's resident set size from /proc (0 where there

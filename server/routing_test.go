@@ -38,6 +38,9 @@ func TestGenericHandlers(t *testing.T) {
 	// Sets (cluster version 3); SRANDMEMBER draws on the node, as RANDOMKEY.
 	wantWrites = append(wantWrites, "sadd", "srem", "spop")
 	wantReads = append(wantReads, "scard", "sismember", "smembers", "smismember")
+	// Bits, LCS, RPOP and HMSET (cluster version 3).
+	wantWrites = append(wantWrites, "setbit", "rpop", "hmset")
+	wantReads = append(wantReads, "getbit", "bitcount", "bitpos", "lcs")
 	slices.Sort(wantWrites)
 	slices.Sort(wantReads)
 	if !slices.Equal(writes, wantWrites) {

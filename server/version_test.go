@@ -43,7 +43,8 @@ func TestVersionOneRefusedUpFront(t *testing.T) {
 	// commands were proposed.
 	before, _ := s.node.StateHash()
 	for _, args := range [][]any{{"SETNX", "k", "v"}, {"setnx", "k"}, {"INCRBYFLOAT", "k", "1.5"}, {"GETEX", "k", "PERSIST"},
-		{"FLUSHALL"}, {"RENAME", "k", "x"}, {"COPY", "k", "x", "REPLACE"}} {
+		{"FLUSHALL"}, {"RENAME", "k", "x"}, {"COPY", "k", "x", "REPLACE"},
+		{"SETBIT", "k", "1", "1"}, {"RPOP", "k", "2"}, {"HMSET", "h", "f", "v"}, {"setbit", "k"}} {
 		var b strings.Builder
 		for _, a := range args[1:] {
 			b.WriteString("'" + a.(string) + "' ")
@@ -66,6 +67,16 @@ func TestVersionOneRefusedUpFront(t *testing.T) {
 	}
 	if n, err := c.Do(ctx, "EXPIRETIME", "k").Int64(); err != nil || n != -2 {
 		t.Errorf("EXPIRETIME at version 1: %v %v", n, err)
+	}
+	// The reads of version 3 alike: served directly, unknown in a script.
+	if n, err := c.Do(ctx, "BITPOS", "k", "1").Int64(); err != nil || n != -1 {
+		t.Errorf("BITPOS at version 1: %v %v", n, err)
+	}
+	if s, err := c.Do(ctx, "LCS", "k", "h").Text(); err != nil || s != "" {
+		t.Errorf("LCS at version 1: %q %v", s, err)
+	}
+	if err := c.Do(ctx, "EVAL", src, "1", "k", "GETBIT").Err(); err == nil || err.Error() != unknown.Error() {
+		t.Errorf("GETBIT in a script at version 1: %v, want %v", err, unknown)
 	}
 	// The state machine refuses them too, should one reach it (a script
 	// here, above, and a follower's view behind the leader's).

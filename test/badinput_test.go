@@ -871,3 +871,123 @@ func TestBadFunctionInput(t *testing.T) {
 		t.Fatal("the server died")
 	}
 }
+
+// TestBadBitInput: the bit commands, LCS, RPOP and HMSET (cluster version
+// 3) under hostile input. A held lock's name is never written (WRONGTYPE,
+// LCS's own error, the lock and its token unchanged); SETBIT refuses
+// Redis's out-of-range offsets and grows a string to fenced's 4 MiB and
+// not a bit more, its offset charged against --maxmemory before it runs;
+// LCS refuses a table past 4 MiB (two strings of 4 MiB answer at once);
+// ranges and counts at the ends of int64 are clipped; and the node serves
+// on. Each refusal changes nothing.
+func TestBadBitInput(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOpts{args: []string{"--maxmemory", "16mb"}})
+	c := n.soloClient(t)
+	ctx := tctx(t)
+	sess := openSession(t, c, 600000, "bits")
+	tok, err := do(ctx, c, "FLOCK", "held", sess)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect := func(want string, args ...any) {
+		t.Helper()
+		got, err := do(ctx, c, args...)
+		if err != nil {
+			got = "error: " + err.Error()
+		}
+		if fmt.Sprint(got) != want {
+			t.Errorf("%.80v = %.200v, want %.200s", args, got, want)
+		}
+	}
+	const wrongType = "error: WRONGTYPE Operation against a key holding the wrong kind of value"
+	for _, args := range [][]any{{"SETBIT", "held", "0", "1"}, {"GETBIT", "held", "0"}, {"BITCOUNT", "held"},
+		{"BITPOS", "held", "1"}, {"RPOP", "held"}, {"RPOP", "held", "2"}, {"HMSET", "held", "f", "v"}} {
+		expect(wrongType, args...)
+	}
+	const notStrings = "error: ERR The specified keys must contain string values"
+	expect(notStrings, "LCS", "held", "x")
+	expect(notStrings, "LCS", "x", "held", "IDX")
+	expect("fencedlock", "TYPE", "held")
+	expect(fmt.Sprint(tok), "FENCE", "held")
+
+	// SETBIT: Redis's offset limit first, then fenced's 4 MiB string.
+	const badOffset = "error: ERR bit offset is not an integer or out of range"
+	for _, off := range []string{"4294967296", "-1", "9223372036854775807", "-9223372036854775808", "99999999999999999999", "1e3", " 1"} {
+		expect(badOffset, "SETBIT", "big", off, "1")
+		expect(badOffset, "GETBIT", "big", off)
+	}
+	const tooLarge = "error: ERR the string would grow past 4 MiB, the largest SETBIT may make"
+	expect(tooLarge, "SETBIT", "big", "4294967295", "1")
+	expect(tooLarge, "SETBIT", "big", strconv.Itoa(4<<23), "0")
+	expect("0", "EXISTS", "big")
+	expect("0", "SETBIT", "big", strconv.Itoa(4<<23-1), "1")
+	expect(strconv.Itoa(4<<20), "STRLEN", "big")
+	expect(tooLarge, "SETBIT", "big", strconv.Itoa(4<<23), "1")
+	expect("1", "GETBIT", "big", strconv.Itoa(4<<23-1))
+	expect("0", "GETBIT", "big", "4294967295")
+	// Ranges at the ends of int64, in both units, over the 4 MiB string.
+	for _, unit := range []string{"BYTE", "BIT"} {
+		expect("1", "BITCOUNT", "big", "-9223372036854775808", "9223372036854775807", unit)
+		expect("0", "BITCOUNT", "big", "9223372036854775807", "-9223372036854775808", unit)
+		expect("-1", "BITPOS", "big", "0", "9223372036854775807", "-9223372036854775808", unit)
+	}
+	expect(strconv.Itoa(4<<23-1), "BITPOS", "big", "1", "-9223372036854775808", "9223372036854775807", "BIT")
+	expect("0", "BITPOS", "big", "0", "-9223372036854775808")
+
+	// LCS: a table past 4 MiB is refused at once, whatever the options;
+	// the largest one allowed is computed, in a script too.
+	const lcsMemory = "error: ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
+	expect(lcsMemory, "LCS", "big", "big")
+	expect(lcsMemory, "LCS", "big", "big", "IDX", "WITHMATCHLEN", "MINMATCHLEN", "9223372036854775807")
+	expect("OK", "SET", "x", strings.Repeat("xy", 511)+"x")
+	expect("OK", "SET", "y", strings.Repeat("yx", 511)+"y")
+	expect("1022", "LCS", "x", "y", "LEN")
+	expect("1022", "EVAL", "local n = 0 for i = 1, 20 do n = redis.call('LCS', KEYS[1], KEYS[2], 'LEN') end return n", "2", "x", "y")
+	expect("error: ERR value is not an integer or out of range", "LCS", "x", "y", "MINMATCHLEN", "99999999999999999999")
+
+	// RPOP: counts at the ends, an emptied list is gone.
+	expect("error: ERR value is out of range, must be positive", "RPOP", "l", "-9223372036854775808")
+	expect("3", "RPUSH", "l", "a", "b", "c")
+	expect("[c b a]", "RPOP", "l", "9223372036854775807")
+	expect("0", "EXISTS", "l")
+	expect("error: ERR wrong number of arguments for 'rpop' command", "RPOP", "l", "1", "2")
+
+	// HMSET: an odd pair is the arity error; a hash stops at 4 MiB.
+	expect("error: ERR wrong number of arguments for 'hmset' command", "HMSET", "h", "f", "v", "g")
+	expect("0", "EXISTS", "h")
+	chunk := strings.Repeat("v", 512<<10-64)
+	for i := range 8 {
+		expect("OK", "HMSET", "h", fmt.Sprint("f", i), chunk)
+	}
+	expect("error: ERR the key would grow past 4 MiB, the largest hash or list a key may hold", "HMSET", "h", "f8", chunk)
+	expect("8", "HLEN", "h")
+	expect("1", "DEL", "h")
+
+	// Filling the state up to --maxmemory with SETBITs of a few bytes of
+	// arguments each: the one whose offset would pad the state past it is
+	// refused as OOM before it runs, and everything can be deleted.
+	oom := -1
+	for i := range 6 {
+		got, err := do(ctx, c, "SETBIT", fmt.Sprintf("fill%d", i), strconv.Itoa(4<<23-1), "1")
+		if err != nil {
+			if err.Error() != oomReply {
+				t.Fatalf("SETBIT fill%d: %v", i, err)
+			}
+			oom = i
+			break
+		}
+		if got != int64(0) {
+			t.Fatalf("SETBIT fill%d = %v", i, got)
+		}
+	}
+	if oom < 1 {
+		t.Fatalf("SETBIT refused at fill%d; want some to fit, then an OOM", oom)
+	}
+	expect("0", "EXISTS", fmt.Sprintf("fill%d", oom))
+	expect("OK", "SET", "small", "x")
+	for i := range oom {
+		expect("1", "DEL", fmt.Sprintf("fill%d", i))
+	}
+	expect("PONG", "PING")
+}

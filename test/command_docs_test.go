@@ -26,6 +26,7 @@ import (
 var renamedArgs = map[string]string{
 	"client|kill.filter.new-format.addr":  "ip:port",
 	"client|kill.filter.new-format.laddr": "ip:port",
+	"lcs.min-match-len":                   "len",
 }
 
 type docsDiff struct {

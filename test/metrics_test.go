@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -260,6 +261,31 @@ func TestMetricsCluster(t *testing.T) {
 	if got := infoField(t, cl, "replication", "role"); got != "master" {
 		t.Errorf("the leader's INFO replication role:%s", got)
 	}
+	// Redis's replication fields: the leader replicates to the two
+	// others; the replication id is the leadership's, the same on every
+	// node and new since the transfer; the offset is the applied index,
+	// which only grows.
+	if got := infoField(t, cl, "replication", "connected_slaves"); got != "2" {
+		t.Errorf("the leader's INFO replication connected_slaves:%s, want 2", got)
+	}
+	replid := infoField(t, cl, "replication", "master_replid")
+	if len(replid) != 40 || strings.Trim(replid, "0123456789abcdef") != "" || replid == strings.Repeat("0", 40) {
+		t.Errorf("the leader's master_replid:%s is not 40 hex digits", replid)
+	}
+	offset := func(c *redis.Client, field string) int64 {
+		n, err := strconv.ParseInt(infoField(t, c, "replication", field), 10, 64)
+		if err != nil {
+			t.Fatalf("INFO replication %s: %v", field, err)
+		}
+		return n
+	}
+	before := offset(cl, "master_repl_offset")
+	if err := cl.Set(tctx(t), "after-transfer", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if after := offset(cl, "master_repl_offset"); before < 1 || after <= before {
+		t.Errorf("the leader's master_repl_offset went from %d to %d across a write", before, after)
+	}
 	_, leaderPort, _ := strings.Cut(target.addr, ":")
 	for _, f := range c.followers(target) {
 		fc := redis.NewClient(f.options(3))
@@ -267,10 +293,13 @@ func TestMetricsCluster(t *testing.T) {
 		eventually(t, 10*time.Second, c.id(f)+"'s INFO replication naming the new leader", func() bool {
 			return infoField(t, fc, "replication", "master_port") == leaderPort
 		})
-		for field, want := range map[string]string{"role": "slave", "master_link_status": "up"} {
+		for field, want := range map[string]string{"role": "slave", "master_link_status": "up", "master_replid": replid, "connected_slaves": "0"} {
 			if got := infoField(t, fc, "replication", field); got != want {
 				t.Errorf("%s's INFO replication %s:%s, want %s", c.id(f), field, got, want)
 			}
+		}
+		if got := offset(fc, "slave_repl_offset"); got < before {
+			t.Errorf("%s's slave_repl_offset %d is below the leader's %d before the last write", c.id(f), got, before)
 		}
 	}
 }

@@ -1,0 +1,76 @@
+package lockstate
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/fenced/fenced/commands"
+	"github.com/fenced/fenced/reply"
+)
+
+// LPOP and RPOP (RPOP from cluster version 3): Redis 7.0's
+// popGenericCommand. Without a count the reply is one element (null for a
+// missing key); with one, an array of up to count elements in the order
+// popped (a null array for a missing key, an empty one for a count of 0).
+// An emptied list is deleted.
+
+func cmdLpop(s *State, a [][]byte, now int64) reply.Value { return pop(s, a, now, false) }
+
+func cmdRpop(s *State, a [][]byte, now int64) reply.Value { return pop(s, a, now, true) }
+
+// pop is LPOP, or RPOP when tail is true.
+func pop(s *State, a [][]byte, now int64, tail bool) reply.Value {
+	count, err := commands.ParseCount(a)
+	if errors.Is(err, commands.ErrArity) && s.Version() < 2 {
+		// Before cluster version 2 a count with more after it was a
+		// syntax error (LPOP; RPOP came later): a script may store the
+		// text, so every replica answers it as the cluster's version does.
+		err = commands.ErrSyntax
+	}
+	if err != nil {
+		return parseErr(err)
+	}
+	k, ok := s.typed(string(a[1]), kvList, now)
+	switch {
+	case !ok:
+		return errWrongType
+	case k == nil && count < 0:
+		return reply.Null()
+	case k == nil:
+		return reply.NullArray()
+	}
+	n := 1
+	if count >= 0 {
+		n = int(min(count, int64(len(k.list))))
+	}
+	var popped []string
+	event := "lpop"
+	if tail {
+		popped = slices.Clone(k.list[len(k.list)-n:])
+		slices.Reverse(popped) // the last element first
+		k.list = slices.Clone(k.list[:len(k.list)-n])
+		event = "rpop"
+	} else {
+		popped = k.list[:n]
+		k.list = slices.Clone(k.list[n:])
+	}
+	for _, e := range popped {
+		k.size -= elemSize(e)
+	}
+	if n > 0 {
+		s.markDirty(kvRecKey(k.name), &k.cost)
+		s.notify(notifyList, event, k.name)
+		if len(k.list) == 0 {
+			s.deleteKey(k)
+			s.notify(notifyGeneric, "del", k.name)
+		}
+	}
+	if count < 0 {
+		return reply.BulkString(popped[0])
+	}
+	out := make([]reply.Value, len(popped))
+	for i, e := range popped {
+		out[i] = reply.BulkString(e)
+	}
+	return reply.Array(out...)
+}
