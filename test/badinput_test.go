@@ -960,7 +960,7 @@ func TestBadBitInput(t *testing.T) {
 	for i := range 8 {
 		expect("OK", "HMSET", "h", fmt.Sprint("f", i), chunk)
 	}
-	expect("error: ERR the key would grow past 4 MiB, the largest hash or list a key may hold", "HMSET", "h", "f8", chunk)
+	expect("error: ERR the key would grow past 4 MiB, the largest hash, list or set a key may hold", "HMSET", "h", "f8", chunk)
 	expect("8", "HLEN", "h")
 	expect("1", "DEL", "h")
 
