@@ -225,7 +225,7 @@ func (s *Spec) KeysOf(args [][]byte) [][]byte {
 	case "scan":
 		return nil
 	}
-	if s.Cats&(CatString|CatHash|CatList|CatBitmap|CatFencedlock|CatKeyspace) != 0 && len(args) > 1 {
+	if s.Cats&(CatString|CatHash|CatList|CatSet|CatBitmap|CatFencedlock|CatKeyspace) != 0 && len(args) > 1 {
 		return args[1:2]
 	}
 	return nil
