@@ -193,6 +193,10 @@ func (u *User) Can(p commands.Perm) bool {
 // key or a lock name.
 func (u *User) CanKey(key string) bool { return matchAny(u.Keys, key) }
 
+// AllKeys reports whether u may use every key (~* or allkeys): what SORT's
+// BY and GET patterns need, since the keys they reach are not named.
+func (u *User) AllKeys() bool { return slices.Contains(u.Keys, "*") }
+
 // CanChannel reports whether a channel pattern (&) of u covers channel.
 func (u *User) CanChannel(channel string) bool { return matchAny(u.Channels, channel) }
 

@@ -88,6 +88,7 @@ var groups = map[string]Cats{
 	"hset": CatHash, "hget": CatHash, "hincrby": CatHash, "hexists": CatHash, "hdel": CatHash, "hgetall": CatHash, "hlen": CatHash,
 	"rename": CatKeyspace, "renamenx": CatKeyspace, "copy": CatKeyspace, "flushall": CatKeyspace, "flushdb": CatKeyspace,
 	"move": CatKeyspace, "swapdb": CatKeyspace, "touch": CatKeyspace, "randomkey": CatKeyspace, "object": CatKeyspace,
+	"sort": CatList | CatSet, "sort_ro": CatList | CatSet,
 	"sadd": CatSet, "srem": CatSet, "spop": CatSet, "smembers": CatSet, "sismember": CatSet, "smismember": CatSet,
 	"scard": CatSet, "srandmember": CatSet,
 	"lpush": CatList, "rpush": CatList, "lpop": CatList, "llen": CatList, "lrange": CatList, "blpop": CatList,
@@ -120,7 +121,7 @@ var slow = map[string]bool{
 	"exec":       true,
 	"psubscribe": true, "punsubscribe": true, "pubsub": true,
 	"function": true, "fcall": true, "fcall_ro": true, "lrange": true,
-	"smembers": true, "srandmember": true,
+	"smembers": true, "srandmember": true, "sort": true, "sort_ro": true,
 	"setbit": true, "bitcount": true, "bitpos": true, "lcs": true,
 }
 
@@ -130,7 +131,7 @@ var slow = map[string]bool{
 // FLUSHDB are such commands in Redis, but Admin in fenced (the table):
 // they name no key, so a user limited to some keys (~app:*) who may run
 // them would delete every user's keys, SET NX locks included.
-var dangerous = map[string]bool{"swapdb": true}
+var dangerous = map[string]bool{"swapdb": true, "sort": true, "sort_ro": true}
 
 // adminSubs are subcommands that need the admin permission although their
 // command does not: Redis's "client|list" and the like.
@@ -216,6 +217,14 @@ func (s *Spec) KeysOf(args [][]byte) [][]byte {
 		return args[1:]
 	case "rename", "renamenx", "copy", "lcs":
 		return args[1:3]
+	case "sort", "sort_ro":
+		// The key and STORE's; the keys BY and GET reach need access to
+		// every key (SortReachesKeys).
+		keys := args[1:2]
+		if p, err := ParseSort(args, s.Name == "sort_ro"); err == nil && p.HasStore {
+			keys = append(keys[:1:1], []byte(p.Store))
+		}
+		return keys
 	case "object":
 		return args[2:min(3, len(args))]
 	case "flushall", "flushdb", "swapdb", "randomkey":

@@ -190,6 +190,10 @@ func New() *Table {
 		{"hdel", -3, Write | Ahead | Keyspace},
 		{"hgetall", 2, Read | Keyspace},
 		{"hlen", 2, Read | Keyspace},
+		// SORT (cluster version 3): lockstate/sort.go; a Write for STORE,
+		// as in Redis.
+		{"sort", -2, Write | Ahead | Keyspace | DenyOOM},
+		{"sort_ro", -2, Read | Keyspace},
 		// Sets (cluster version 3): lockstate/sets.go.
 		{"sadd", -3, Write | Ahead | Keyspace | DenyOOM},
 		{"srem", -3, Write | Ahead | Keyspace},

@@ -71,6 +71,8 @@ func readHandler(name string) handler {
 		return cmdRandomKey
 	case "object":
 		return cmdObject
+	case "sort_ro":
+		return cmdSort
 	case "smembers":
 		return cmdSmembers
 	case "sismember":
@@ -143,6 +145,8 @@ func writeHandler(name string) handler {
 		return cmdPush
 	case "lpop":
 		return cmdLpop
+	case "sort":
+		return cmdSort
 	case "sadd":
 		return cmdSadd
 	case "srem":

@@ -133,5 +133,8 @@ func (s *State) permittedKeys(user string, spec *commands.Spec, args, keys [][]b
 			return ErrScriptNoKeyPerm
 		}
 	}
+	if (spec.Name == "sort" || spec.Name == "sort_ro") && !u.AllKeys() {
+		return commands.SortReachesKeys(args)
+	}
 	return nil
 }

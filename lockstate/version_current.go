@@ -24,6 +24,8 @@ package lockstate
 //	     match an empty name as Redis does
 //	   - Functions: FUNCTION, FCALL, FCALL_RO and the f/<library> records
 //	     (functions.go)
+//	   - SORT and SORT_RO, BY/GET patterns only for a user with every key
+//	     (sort.go)
 //	   - sets: SADD, SREM, SPOP, SMEMBERS, SISMEMBER, SMISMEMBER, SCARD,
 //	     SRANDMEMBER and the set record, key type 4 (sets.go)
 //	   - allow-oom scripts and functions write, and EVAL caches its script,

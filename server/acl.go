@@ -60,6 +60,11 @@ func (s *Server) check(c *resp.Conn, u *acl.User, spec *commands.Spec, args [][]
 			return ErrNoPermKey
 		}
 	}
+	if (spec.Name == "sort" || spec.Name == "sort_ro") && !u.AllKeys() {
+		if err := commands.SortReachesKeys(args); err != nil {
+			return err // Redis's own -ERR, not NOPERM
+		}
+	}
 	for _, ch := range channelsOf(spec, args) {
 		if !u.CanChannel(string(ch)) {
 			s.aclLog.add(c, u.Name, "channel", string(ch))

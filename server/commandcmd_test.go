@@ -243,7 +243,9 @@ func (r docsRules) args(path string, v resp.Value, since string, keys *int) {
 		if name != strings.ToLower(name) || strings.ContainsAny(name, " \t") {
 			r.errorf(p, "name %q: Redis's are lower case words", name)
 		}
-		if names[name] {
+		// SORT's BY and GET arguments are both "pattern" in Redis 7.0's own
+		// documentation (src/commands/sort.json).
+		if names[name] && p != "sort.arguments.pattern" && p != "sort_ro.arguments.pattern" {
 			r.errorf(p, "name %q twice among siblings", name)
 		}
 		names[name] = true

@@ -36,8 +36,8 @@ func TestGenericHandlers(t *testing.T) {
 	wantWrites = append(wantWrites, "copy", "flushall", "flushdb", "move", "rename", "renamenx", "swapdb")
 	wantReads = append(wantReads, "object", "touch", "lrange")
 	// Sets (cluster version 3); SRANDMEMBER draws on the node, as RANDOMKEY.
-	wantWrites = append(wantWrites, "sadd", "srem", "spop")
-	wantReads = append(wantReads, "scard", "sismember", "smembers", "smismember")
+	wantWrites = append(wantWrites, "sadd", "srem", "spop", "sort")
+	wantReads = append(wantReads, "scard", "sismember", "smembers", "smismember", "sort_ro")
 	// Bits, LCS, RPOP and HMSET (cluster version 3).
 	wantWrites = append(wantWrites, "setbit", "rpop", "hmset")
 	wantReads = append(wantReads, "getbit", "bitcount", "bitpos", "lcs")

@@ -151,6 +151,13 @@ func TestBadInputKeepsServing(t *testing.T) {
 		{"SPOP count of 2^63-1", resp("SPOP", "set:x", "9223372036854775807"), answered},
 		{"SADD 400 KiB member", resp("SADD", "set:x", starry), answered},
 		{"SRANDMEMBER -1048576 of a 400 KiB member", resp("SRANDMEMBER", "set:x", "-1048576"), answered},
+		// SORT of the set with a 400 KiB member: LIMIT at the edges, a
+		// 400 KiB pattern, 2,000 GETs of 400 KiB keys (a bounded reply).
+		{"SORT LIMIT at the int64 edges", resp("SORT", "set:x", "LIMIT", "-9223372036854775808", "9223372036854775807"), answered},
+		{"SORT BY 400 KiB pattern", resp("SORT", "set:x", "BY", starry), answered},
+		{"SORT 2000 GETs", resp(append([]string{"SORT", "set:x"}, strings.Split(strings.Repeat("GET #:*->f ", 2000), " ")[:4000]...)...), answered},
+		{"SORT STORE 400 KiB key", resp("SORT", "set:x", "STORE", starry), answered},
+		{"SORT 2000 GETs of the member itself", resp(append([]string{"SORT", "set:x", "BY", "nosort"}, strings.Split(strings.Repeat("GET # ", 2000), " ")[:4000]...)...), answered},
 		// SHUTDOWN with any bad argument must answer and leave the node up.
 		{"SHUTDOWN 400 KiB argument", resp("SHUTDOWN", starry), answered},
 		{"SHUTDOWN SAVE NOSAVE", resp("SHUTDOWN", "SAVE", "NOSAVE"), answered},
