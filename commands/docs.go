@@ -442,6 +442,40 @@ type docRow struct {
 	// oneKeySpec: the key arguments share key spec 0, as LCS's two keys
 	// are one range in Redis's key specs.
 	oneKeySpec bool
+	// keySpecs, when set, is the key_spec_index of each key and pattern
+	// argument in order, where Redis's are not one per key: SORT's BY and
+	// GET patterns share spec 1, its STORE key is 2.
+	keySpecs []int
+	// names renames arguments whose Redis name is not the notation's
+	// (SORT's ALPHA token is named "sorting").
+	names map[string]string
+}
+
+// setKeySpecs gives the key and pattern arguments in args, depth first,
+// the indexes specs lists from *i on.
+func setKeySpecs(args []Arg, specs []int, i *int) error {
+	for j := range args {
+		if args[j].Type == ArgKey || args[j].Type == ArgPattern {
+			if *i >= len(specs) {
+				return fmt.Errorf("%w: more key and pattern arguments than keySpecs", errArgsSyntax)
+			}
+			args[j].KeySpecIndex = specs[*i]
+			*i++
+		}
+		if err := setKeySpecs(args[j].Args, specs, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func renameArgs(args []Arg, names map[string]string) {
+	for j := range args {
+		if n, ok := names[args[j].Name]; ok {
+			args[j].Name = n
+		}
+		renameArgs(args[j].Args, names)
+	}
 }
 
 // buildDocs turns the rows into the documentation of each command, by
@@ -462,6 +496,13 @@ func buildDocs(rows []docRow) (map[string]*Doc, error) {
 				}
 			}
 		}
+		if r.keySpecs != nil {
+			n := 0
+			if err := setKeySpecs(d.Args, r.keySpecs, &n); err != nil || n != len(r.keySpecs) {
+				return nil, fmt.Errorf("commands: %s: keySpecs does not fit its key and pattern arguments (%v)", r.name, err)
+			}
+		}
+		renameArgs(d.Args, r.names)
 		if len(r.history)%2 != 0 {
 			return nil, fmt.Errorf("commands: %s: history needs version and change pairs", r.name)
 		}

@@ -77,11 +77,13 @@ func dzCases() [][2]string {
 		scripted(st, "SRANDMEMBER", dzKey)
 	}
 	// Past -1048576 fenced refuses an SRANDMEMBER count (its reply would
-	// grow without bound): TestDataDriven's sets scenario.
-	for _, n := range []string{"0", "1", "3", "5", "100", "9223372036854775807", "-1", "-0", "1.5", "x", "", " 1", "-1048576"} {
+	// grow without bound): TestDataDriven's sets scenario. A million-member
+	// reply is not compared here: parsing two of them took the race-built
+	// test's reader past its 30 s deadline (CI, 2026-11-27).
+	for _, n := range []string{"0", "1", "3", "5", "100", "9223372036854775807", "-1", "-0", "1.5", "x", "", " 1", "-1000"} {
 		add("missing one string", "SPOP", dzKey, n)
 		add("missing one string", "SRANDMEMBER", dzKey, n)
-		if !strings.HasPrefix(n, "1") && n != "-1" && n != "-1048576" {
+		if !strings.HasPrefix(n, "1") && n != "-1" && n != "-1000" {
 			add("small", "SPOP", dzKey, n)
 			add("small", "SRANDMEMBER", dzKey, n)
 		}
