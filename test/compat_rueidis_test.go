@@ -40,7 +40,10 @@ func TestRueidisLockCluster(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 3)
 	c.leader(10 * time.Second)
-	ctx := tctx(t)
+	// Longer than tctx's minute: a starved wait takes its 10 s and the
+	// rounds after it go on.
+	ctx, cancelAll := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancelAll()
 	h := newHistory()
 	const name = "job"
 	var (
@@ -74,21 +77,24 @@ func TestRueidisLockCluster(t *testing.T) {
 						// cut short near the 30 s deadline), so the wait's
 						// context lives until the release.
 						wctx, cancelWait := context.WithCancel(ctx)
-						timer := time.AfterFunc(30*time.Second, cancelWait)
+						timer := time.AfterFunc(10*time.Second, cancelWait)
 						lctx, cancel, err := l.WithContext(wctx, name)
 						timedOut := !timer.Stop()
 						ret := h.now()
 						if err != nil {
 							cancelWait()
 							h.add(histOp{Client: client, Kind: "set", Lock: name, Session: val, TTL: 3000, Err: err.Error(), Outcome: outFail, Call: call, Return: ret})
-							if timedOut {
-								// Starved for 30 s: twelve goroutines race for
-								// one lock, with no queue, and a NOLOOP locker
-								// hears nothing of its own connection's
-								// releases (as from Redis). Seen once in CI
-								// (6 of 72, all NOLOOP); counted, not failed.
+							if timedOut && noloop {
+								// Starved for 10 s: a NOLOOP locker hears
+								// nothing of its own connection's changes,
+								// and its waiters wake only for another
+								// connection's. Seen in CI under load (6 of
+								// 72, all NOLOOP) and against redis-server
+								// 7.0.15 alike (2 of 72 beside four CPU
+								// hogs); counted, not failed. A locker
+								// without NOLOOP must never starve.
 								starved.Add(1)
-								t.Logf("node %d locker %d (noloop %v) round %d: no turn within 30 s", i, g, noloop, r)
+								t.Logf("node %d locker %d (noloop %v) round %d: no turn within 10 s", i, g, noloop, r)
 								continue
 							}
 							t.Errorf("node %d locker %d (noloop %v) round %d: %v", i, g, noloop, r, err)
