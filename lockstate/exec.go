@@ -314,6 +314,15 @@ func (s *State) typed(name string, t kvType, now int64) (k *kvKey, ok bool) {
 
 func parseErr(err error) reply.Value { return reply.ErrorOf(err) }
 
+// bulks is ss as bulk strings, the elements of an array or set reply.
+func bulks(ss []string) []reply.Value {
+	out := make([]reply.Value, len(ss))
+	for i, m := range ss {
+		out[i] = reply.BulkString(m)
+	}
+	return out
+}
+
 func cmdType(s *State, a [][]byte, now int64) reply.Value {
 	return reply.SimpleString(s.KeyType(string(a[1]), now))
 }

@@ -81,8 +81,12 @@ func cmdHget(s *State, a [][]byte, now int64) reply.Value {
 	return reply.Null()
 }
 
-func cmdHexists(s *State, a [][]byte, now int64) reply.Value {
-	k, ok := s.typed(string(a[1]), kvHash, now)
+func cmdHexists(s *State, a [][]byte, now int64) reply.Value { return hasElem(s, a, kvHash, now) }
+
+// hasElem is HEXISTS and SISMEMBER: 1 if key a[1], of type t, holds the
+// field or member a[2].
+func hasElem(s *State, a [][]byte, t kvType, now int64) reply.Value {
+	k, ok := s.typed(string(a[1]), t, now)
 	if !ok {
 		return errWrongType
 	}
@@ -92,6 +96,17 @@ func cmdHexists(s *State, a [][]byte, now int64) reply.Value {
 		}
 	}
 	return reply.Int(0)
+}
+
+// shrunk records that elements left k (event, of class), and deletes k
+// once it holds none, as Redis deletes an emptied hash, list or set.
+func (s *State) shrunk(k *kvKey, class int, event string) {
+	s.markDirty(kvRecKey(k.name), &k.cost)
+	s.notify(class, event, k.name)
+	if len(k.list) == 0 && len(k.hash) == 0 {
+		s.deleteKey(k)
+		s.notify(notifyGeneric, "del", k.name)
+	}
 }
 
 func cmdHgetall(s *State, a [][]byte, now int64) reply.Value {
@@ -127,12 +142,7 @@ func cmdHdel(s *State, a [][]byte, now int64) reply.Value {
 		}
 	}
 	if n > 0 {
-		s.markDirty(kvRecKey(k.name), &k.cost)
-		s.notify(notifyHash, "hdel", k.name)
-		if len(k.fields) == 0 {
-			s.deleteKey(k)
-			s.notify(notifyGeneric, "del", k.name)
-		}
+		s.shrunk(k, notifyHash, "hdel")
 	}
 	return reply.Int(n)
 }
@@ -217,15 +227,7 @@ func cmdBlpop(s *State, a [][]byte, now int64) reply.Value {
 		if k == nil {
 			continue
 		}
-		e := k.list[0]
-		k.size -= elemSize(e)
-		k.list = slices.Clone(k.list[1:])
-		s.markDirty(kvRecKey(k.name), &k.cost)
-		s.notify(notifyList, "lpop", k.name)
-		if len(k.list) == 0 {
-			s.deleteKey(k)
-			s.notify(notifyGeneric, "del", k.name)
-		}
+		e := s.popElems(k, 1, false)[0]
 		return reply.Array(reply.BulkString(k.name), reply.BulkString(e))
 	}
 	return reply.NullArray()
@@ -281,7 +283,7 @@ func lengthOf(s *State, name []byte, t kvType, now int64) reply.Value {
 	switch t {
 	case kvString:
 		return reply.Int(int64(len(k.str)))
-	case kvHash:
+	case kvHash, kvSet:
 		return reply.Int(int64(len(k.hash)))
 	}
 	return reply.Int(int64(len(k.list)))

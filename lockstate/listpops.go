@@ -43,6 +43,17 @@ func pop(s *State, a [][]byte, now int64, tail bool) reply.Value {
 	if count >= 0 {
 		n = int(min(count, int64(len(k.list))))
 	}
+	popped := s.popElems(k, n, tail)
+	if count < 0 {
+		return reply.BulkString(popped[0])
+	}
+	return reply.Array(bulks(popped)...)
+}
+
+// popElems takes n elements from k's head, or its tail (the last first),
+// and records the change: Redis's lpop or rpop event, and k deleted once
+// empty. n may be 0, which changes nothing.
+func (s *State) popElems(k *kvKey, n int, tail bool) []string {
 	var popped []string
 	event := "lpop"
 	if tail {
@@ -58,19 +69,7 @@ func pop(s *State, a [][]byte, now int64, tail bool) reply.Value {
 		k.size -= elemSize(e)
 	}
 	if n > 0 {
-		s.markDirty(kvRecKey(k.name), &k.cost)
-		s.notify(notifyList, event, k.name)
-		if len(k.list) == 0 {
-			s.deleteKey(k)
-			s.notify(notifyGeneric, "del", k.name)
-		}
+		s.shrunk(k, notifyList, event)
 	}
-	if count < 0 {
-		return reply.BulkString(popped[0])
-	}
-	out := make([]reply.Value, len(popped))
-	for i, e := range popped {
-		out[i] = reply.BulkString(e)
-	}
-	return reply.Array(out...)
+	return popped
 }

@@ -56,12 +56,7 @@ func (s *State) sremove(k *kvKey, gone map[string]bool, event string) {
 	}
 	clear(k.fields[len(kept):]) // let go of the removed strings
 	k.fields = kept
-	s.markDirty(kvRecKey(k.name), &k.cost)
-	s.notify(notifySet, event, k.name)
-	if len(k.fields) == 0 {
-		s.deleteKey(k)
-		s.notify(notifyGeneric, "del", k.name)
-	}
+	s.shrunk(k, notifySet, event)
 }
 
 func cmdSrem(s *State, a [][]byte, now int64) reply.Value {
@@ -96,26 +91,7 @@ func cmdSmembers(s *State, a [][]byte, now int64) reply.Value {
 	return reply.Set(out...)
 }
 
-func bulks(ss []string) []reply.Value {
-	out := make([]reply.Value, len(ss))
-	for i, m := range ss {
-		out[i] = reply.BulkString(m)
-	}
-	return out
-}
-
-func cmdSismember(s *State, a [][]byte, now int64) reply.Value {
-	k, ok := s.typed(string(a[1]), kvSet, now)
-	if !ok {
-		return errWrongType
-	}
-	if k != nil {
-		if _, ok := k.hash[string(a[2])]; ok {
-			return reply.Int(1)
-		}
-	}
-	return reply.Int(0)
-}
+func cmdSismember(s *State, a [][]byte, now int64) reply.Value { return hasElem(s, a, kvSet, now) }
 
 func cmdSmismember(s *State, a [][]byte, now int64) reply.Value {
 	k, ok := s.typed(string(a[1]), kvSet, now)
@@ -134,16 +110,7 @@ func cmdSmismember(s *State, a [][]byte, now int64) reply.Value {
 	return reply.Array(out...)
 }
 
-func cmdScard(s *State, a [][]byte, now int64) reply.Value {
-	k, ok := s.typed(string(a[1]), kvSet, now)
-	switch {
-	case !ok:
-		return errWrongType
-	case k == nil:
-		return reply.Int(0)
-	}
-	return reply.Int(int64(len(k.fields)))
-}
+func cmdScard(s *State, a [][]byte, now int64) reply.Value { return lengthOf(s, a[1], kvSet, now) }
 
 // pick returns n distinct positions of k's members, in the order drawn:
 // a partial Fisher-Yates shuffle driven by the draws of seed.
