@@ -278,7 +278,10 @@ func TestCtlLockSignal(t *testing.T) {
 	n := startNode(t, nodeOpts{})
 	c := n.client(t)
 	p := startCtl(t, "--endpoints", n.addr, "lock", "--ttl", "60s", "orders", "--",
-		"sh", "-c", `echo $FENCED_TOKEN; trap 'echo got-term; exit 3' TERM; while :; do sleep 0.05; done`)
+		// The trap before the token: the test signals once it reads the
+		// token, and a TERM between the echo and the trap killed sh by
+		// default (CI 12:16: exit 143, no "got-term").
+		"sh", "-c", `trap 'echo got-term; exit 3' TERM; echo $FENCED_TOKEN; while :; do sleep 0.05; done`)
 	tok := token(t, p.line())
 	if _, held, _ := lockOf(t, c, "orders"); held != tok {
 		t.Fatalf("while CMD runs the lock's token is %v, want %d", held, tok)
