@@ -98,6 +98,22 @@ func TestTrackingRedirectQuit(t *testing.T) {
 	a.ok("CLIENT", "TRACKING", "ON", "REDIRECT", id)
 	a.do("GET", "k")
 	target.ok("QUIT") // the socket stays open on this side
+	// The client reads QUIT's +OK a moment before the server ends the
+	// connection's context (CI 12:27: the SET's invalidation went to the
+	// target instead). Wait for that, within QUIT's reply and well before
+	// the 500 ms linger the fix skips.
+	quit := time.Now()
+	for gone := false; !gone; time.Sleep(time.Millisecond) {
+		gone = true
+		for _, c := range s.rs.Conns() {
+			if strconv.FormatInt(c.ID(), 10) == id && c.Context().Err() == nil {
+				gone = false
+			}
+		}
+		if !gone && time.Since(quit) > 300*time.Millisecond {
+			t.Fatal("the redirect target's connection still lives 300 ms after QUIT")
+		}
+	}
 	start := time.Now()
 	w.ok("SET", "k", "1")
 	a.want("broken", resp.Push(resp.BulkString("tracking-redir-broken"), resp.Int(mustInt(t, id))).String())
