@@ -107,6 +107,7 @@ var groups = map[string]Cats{
 	"unwatch": CatTransaction, "raft.watch": CatAdmin,
 	"setbit": CatBitmap, "getbit": CatBitmap, "bitcount": CatBitmap, "bitpos": CatBitmap,
 	"lcs": CatString, "rpop": CatList, "hmset": CatHash,
+	"lmove": CatList, "rpoplpush": CatList, "blmove": CatList, "brpoplpush": CatList,
 }
 
 // slow are the commands whose work grows with their input or the state
@@ -123,6 +124,7 @@ var slow = map[string]bool{
 	"function": true, "fcall": true, "fcall_ro": true, "lrange": true,
 	"smembers": true, "srandmember": true, "sort": true, "sort_ro": true,
 	"setbit": true, "bitcount": true, "bitpos": true, "lcs": true,
+	"lmove": true, "rpoplpush": true, "blmove": true, "brpoplpush": true,
 }
 
 // dangerous are Redis's @dangerous commands that need no admin permission
@@ -216,6 +218,8 @@ func (s *Spec) KeysOf(args [][]byte) [][]byte {
 	case "mget", "del", "unlink", "exists", "touch", "watch":
 		return args[1:]
 	case "rename", "renamenx", "copy", "lcs":
+		return args[1:3]
+	case "lmove", "rpoplpush", "blmove", "brpoplpush": // source, destination
 		return args[1:3]
 	case "sort", "sort_ro":
 		// The key and STORE's; the keys BY and GET reach need access to

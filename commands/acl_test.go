@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -31,6 +33,11 @@ func TestKeyspaceCommandCategories(t *testing.T) {
 		"lcs":      "read string slow",
 		"rpop":     "write list fast",
 		"hmset":    "write hash fast",
+		// The list moves (LMOVE has no FAST flag in Redis 7.0).
+		"lmove":      "write list slow",
+		"rpoplpush":  "write list slow",
+		"blmove":     "write list slow blocking",
+		"brpoplpush": "write list slow blocking",
 	} {
 		s, ok := tb.Lookup([]byte(name))
 		if !ok {
@@ -111,6 +118,10 @@ func TestKeysOf(t *testing.T) {
 		{"DEL a b", "a b"},
 		{"HSET h f v", "h"},
 		{"BLPOP a b 0", "a b"},
+		{"LMOVE s d LEFT RIGHT", "s d"},
+		{"RPOPLPUSH s d", "s d"},
+		{"BLMOVE s d LEFT RIGHT 0", "s d"},
+		{"BRPOPLPUSH s d 0", "s d"},
 		{"EVAL s 2 a b x y", "a b"},
 		{"EVALSHA s 0 x", ""},
 		{"EVAL s 3 a", ""}, // numkeys too large: refused by EVAL itself
@@ -154,9 +165,24 @@ func TestEveryKeyedCommandNamesItsKey(t *testing.T) {
 			args = append(args, []byte("1"))
 		}
 		args[1] = []byte("thekey")
+		// The plain key arguments right after it (LMOVE's destination,
+		// RENAME's newkey) are keys too.
+		var more []string
+		for i := 1; i < len(s.Doc.Args) && i+1 < len(args); i++ {
+			if a := s.Doc.Args[i]; a.Type != ArgKey || a.Optional || a.Multiple {
+				break
+			}
+			args[i+1] = []byte(fmt.Sprintf("key%d", i+1))
+			more = append(more, string(args[i+1]))
+		}
 		keys := s.KeysOf(args)
 		if len(keys) == 0 || string(keys[0]) != "thekey" {
 			t.Errorf("%s: KeysOf(%q) = %q, want the key first", s.Name, args, keys)
+		}
+		for _, k := range more {
+			if !slices.ContainsFunc(keys, func(b []byte) bool { return string(b) == k }) {
+				t.Errorf("%s: KeysOf(%q) = %q, want %s among them", s.Name, args, keys, k)
+			}
 		}
 	}
 }

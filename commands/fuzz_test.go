@@ -28,6 +28,9 @@ var fuzzSeeds = []string{
 	"BITCOUNT k", "BITCOUNT k 0 -1 BIT", "BITCOUNT k -1 -2 FOO", "BITCOUNT k 0", "BITPOS k 1 2 -1 byte", "BITPOS k 2",
 	"BITPOS k 0 x", "BITPOS k 1 0 1 BIT x", "LCS a b IDX MINMATCHLEN -5 WITHMATCHLEN", "LCS a b LEN IDX", "LCS a b MINMATCHLEN",
 	"RPOP k 3", "RPOP k 1 2", "HMSET k f v g",
+	"LMOVE a b LEFT right", "LMOVE a a up LEFT", "LMOVE a b LEFT RIGHTX", "BLMOVE a b RIGHT LEFT 0.5",
+	"BLMOVE a b left left -1", "BLMOVE a b left left nan", "blmove a b x left x", "RPOPLPUSH a b",
+	"BRPOPLPUSH a b 1e400", "BRPOPLPUSH a b 0x10", "BRPOPLPUSH a b",
 }
 
 // FuzzParse splits bytes into arguments on NUL, checks them against the
@@ -196,6 +199,25 @@ func FuzzParse(f *testing.F) {
 		if fits("lpop") {
 			_, err := ParseCount(a)
 			checkParseErr(t, err)
+		}
+		// The list moves, each under its own name: the sides are what
+		// was sent, RPOPLPUSH's are RIGHT LEFT, a timeout only when blocking.
+		for _, name := range []string{"lmove", "blmove", "rpoplpush", "brpoplpush"} {
+			if !fits(name) {
+				continue
+			}
+			b := append([][]byte{[]byte(name)}, a[1:]...)
+			r, err := ParseListMove(b)
+			checkParseErr(t, err)
+			if err != nil {
+				continue
+			}
+			named := len(b) >= 5
+			if r.Src != string(a[1]) || r.Dst != string(a[2]) || r.Timeout < 0 || name[0] != 'b' && r.Timeout != 0 ||
+				named && (r.FromTail != strings.EqualFold(string(a[3]), "right") || r.ToTail != strings.EqualFold(string(a[4]), "right")) ||
+				!named && (!r.FromTail || r.ToTail) {
+				t.Fatalf("%s %q parsed to %+v", name, a[1:], r)
+			}
 		}
 		// The bit commands and LCS: Redis's errors, and what parses is in
 		// range.

@@ -103,7 +103,7 @@ func parseLongDouble(s string) (*big.Float, bool) {
 // with their arities. Redis refuses them in a script by their noscript
 // flag (after their arity), so a script is told they are not allowed
 // rather than unknown, as it would be by Redis.
-var redisBlocking = map[string]int{"brpop": -3, "brpoplpush": 4, "blmove": 6, "bzpopmin": -3, "bzpopmax": -3}
+var redisBlocking = map[string]int{"brpop": -3, "bzpopmin": -3, "bzpopmax": -3}
 
 // RedisBlocking reports whether args name one of Redis's blocking commands
 // that fenced lacks, and whether their count fits its arity.

@@ -218,6 +218,12 @@ func New() *Table {
 		{"lcs", -3, Read | Keyspace},
 		{"rpop", -2, Write | Ahead | Keyspace},
 		{"hmset", -4, Write | Ahead | Keyspace | DenyOOM},
+		// List moves (issue 21, cluster version 3): lockstate/listmove.go;
+		// the blocking forms wait as BLPOP does (server/blpop.go).
+		{"lmove", 5, Write | Ahead | Keyspace | DenyOOM},
+		{"rpoplpush", 3, Write | Ahead | Keyspace | DenyOOM},
+		{"blmove", 6, Write | Ahead | Keyspace | Blocking | DenyOOM},
+		{"brpoplpush", 4, Write | Ahead | Keyspace | Blocking | DenyOOM},
 		// Whole keys (issue 21, cluster version 3): keyspace.go.
 		{"rename", 3, Write | Ahead | Keyspace},
 		{"renamenx", 3, Write | Ahead | Keyspace},
@@ -340,6 +346,7 @@ var sinceVersion = map[string]int64{
 	"lrange": 3,
 	"sadd":   3, "srem": 3, "spop": 3, "smembers": 3, "sismember": 3, "smismember": 3, "scard": 3, "srandmember": 3,
 	"setbit": 3, "getbit": 3, "bitcount": 3, "bitpos": 3, "lcs": 3, "rpop": 3, "hmset": 3,
+	"lmove": 3, "rpoplpush": 3, "blmove": 3, "brpoplpush": 3,
 }
 
 // Lookup finds a command by name, case-insensitively.

@@ -15,7 +15,8 @@ import (
 // is the fuzzers'). The command language:
 //
 //	new [maxsessions=N] [maxlocks=N] [maxwaiters=N] [reqmemory=N]
-//	apply                    one entry per input line:
+//	apply [effects]          one entry per input line (effects: and what it
+//	                         changed, pushed to and published):
 //	  [index=N] [time=N] [wall=N] OP [session=] [name=] [ttl=] [created=] [lock=] [owner=]
 //	                     [wait=N|none] [limit=] [req=] [fence=] [waitid=]
 //	                     [epoch=] [node=] [raftaddr=] [addr=] [version=]
@@ -88,6 +89,9 @@ type harness struct {
 	index uint64
 	time  int64
 	wall  int64
+	// effects: the apply in progress also shows each entry's tracking
+	// changes, the lists it pushed to and its messages ("apply effects").
+	effects bool
 }
 
 func (h *harness) reset(cfg Config) {
@@ -125,6 +129,7 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 		h.reset(cfg)
 		return "ok", nil
 	case "apply":
+		_, h.effects = args["effects"]
 		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
 			if err := h.apply(&b, line); err != nil {
 				return "", fmt.Errorf("%q: %v", line, err)
@@ -376,6 +381,17 @@ func (h *harness) apply(b *strings.Builder, line string) error {
 	fmt.Fprintf(b, "%d: %s\n", index, res)
 	for _, w := range r.Wakes {
 		fmt.Fprintf(b, "  wake %s: %s\n", fmtWaitID(w.WaitID), fmtResult(w.Result))
+	}
+	if h.effects {
+		if r.Changes != nil && len(r.Changes.Keys) > 0 {
+			fmt.Fprintf(b, "  changed: %s\n", strings.Join(r.Changes.Keys, " "))
+		}
+		if len(r.Pushed) > 0 {
+			fmt.Fprintf(b, "  pushed: %s\n", strings.Join(r.Pushed, " "))
+		}
+		for _, m := range r.Messages {
+			fmt.Fprintf(b, "  message %s: %s\n", m.Channel, m.Payload)
+		}
 	}
 	if err := checkInvariants(h.s); err != nil {
 		return err

@@ -186,6 +186,8 @@ func writeHandler(name string) handler {
 		return cmdSetBit
 	case "rpop":
 		return cmdRpop
+	case "lmove", "rpoplpush", "blmove", "brpoplpush":
+		return cmdLmove
 	case "hmset":
 		return cmdHmset
 	}

@@ -23,6 +23,7 @@ var execNames = []string{
 	"RENAME", "RENAMENX", "COPY", "FLUSHALL", "FLUSHDB", "MOVE", "SWAPDB", "TOUCH", "RANDOMKEY", "OBJECT",
 	"SETBIT", "GETBIT", "BITCOUNT", "BITPOS", "LCS", "RPOP", "HMSET", "LRANGE",
 	"FLOCK", "PING", "NOPE", "CONFIG",
+	"LMOVE", "RPOPLPUSH", "BLMOVE", "BRPOPLPUSH",
 }
 
 // execWords are the arguments: key names shared with a lock, options,
@@ -39,6 +40,7 @@ var execWords = []string{
 	"SET", "notify-keyspace-events", "KEA", "Kgx", "El$", "Kq",
 	"BIT", "BYTE", "IDX", "LEN", "MINMATCHLEN", "WITHMATCHLEN", "7", "4294967295", "33554431", "33554432",
 	"return redis.call('setbit', KEYS[1], ARGV[1], 1)", "return redis.call('lcs', KEYS[1], ARGV[1], 'IDX')",
+	"LEFT", "RIGHT", "left", "return redis.call('lmove', KEYS[1], ARGV[1], 'RIGHT', 'LEFT')",
 }
 
 // execCheck applies one OpExec (and an FLOCK or FUNLOCK of lock "a" now and
@@ -124,6 +126,8 @@ func FuzzExec(f *testing.F) {
 		"RENAME k a", "RENAMENX h l", "COPY l k DB 0 REPLACE", "FLUSHALL ASYNC", "OBJECT ENCODING h", "TOUCH a k", "RANDOMKEY",
 		"SETBIT k 33554431 1", "SETBIT a 7 1", "GETBIT k 4294967295", "BITCOUNT k -1 -1 BIT", "BITPOS k 0 1 -1 BIT",
 		"LCS k a IDX MINMATCHLEN 1 WITHMATCHLEN", "RPOP l 2", "HMSET h f v g w",
+		"LMOVE l k LEFT RIGHT", "LMOVE l l RIGHT left", "RPOPLPUSH l h", "BLMOVE l a LEFT LEFT 0", "BRPOPLPUSH k l -1",
+		"BLMOVE l l UP LEFT 1e4932",
 	} {
 		f.Add([]byte(strings.ReplaceAll(line, " ", "\x00")))
 	}

@@ -18,13 +18,31 @@ import (
 // GET, PTTL, PEXPIRETIME, EXPIRETIME, TYPE, EXISTS, KEYS *, FENCE, GETBIT,
 // BITCOUNT, BITPOS), written plainly,
 // with no heap and no parsers of its own beyond strconv and math/big.
+// Lists live at their own names (genListKeys: LPUSH, RPUSH, LPOP, and from
+// cluster version 3 RPOP, LMOVE, RPOPLPUSH, BLMOVE, BRPOPLPUSH; LRANGE,
+// LLEN), where a SET now and then leaves a string for WRONGTYPE.
 
 type mKey struct {
 	val      string
 	created  int64
 	ttl      bool
 	deadline int64
+	// isList: the key is the list list (val unused).
+	isList bool
+	list   []string
 }
+
+// look is the key's visible content, for the diffs of WATCH and tracking.
+func (k *mKey) look() string {
+	if k.isList {
+		return fmt.Sprintf("list %q", k.list)
+	}
+	return fmt.Sprintf("%q", k.val)
+}
+
+// genListKeys are the list commands' names: no string command of genExec
+// writes them.
+func genListKeys() []string { return []string{"l1", "l2"} }
 
 // genKeys is the pool of key names: "a" is also a lock name, so WRONGTYPE
 // is exercised both ways.
@@ -64,7 +82,8 @@ var wrongType = reply.Error("WRONGTYPE Operation against a key holding the wrong
 // versionThree from 3 on.
 var (
 	versionTwo   = []string{"SETNX", "SETEX", "PSETEX", "GETSET", "GETEX", "APPEND", "SETRANGE", "INCRBY", "INCRBYFLOAT", "DECR", "DECRBY"}
-	versionThree = []string{"RENAME", "RENAMENX", "COPY", "FLUSHALL", "FLUSHDB", "SETBIT"}
+	versionThree = []string{"RENAME", "RENAMENX", "COPY", "FLUSHALL", "FLUSHDB", "SETBIT",
+		"RPOP", "LMOVE", "RPOPLPUSH", "BLMOVE", "BRPOPLPUSH"}
 )
 
 func (m *model) exec(args []string, now int64) reply.Value {
@@ -94,12 +113,14 @@ func (m *model) exec(args []string, now int64) reply.Value {
 			m.keys[name] = k
 			m.event('n', "new", name)
 		}
-		k.val = v
+		k.val, k.isList, k.list = v, false, nil
 		return k
 	}
 	switch cmd {
 	case "CONFIG":
 		return m.config(args)
+	case "LPUSH", "RPUSH", "LPOP", "RPOP", "LMOVE", "RPOPLPUSH", "BLMOVE", "BRPOPLPUSH":
+		return m.listWrite(cmd, args, now)
 	case "SETNX":
 		switch {
 		case lock:
@@ -451,12 +472,28 @@ func (m *model) read(args []string, now int64) reply.Value {
 	switch args[0] {
 	case "GET":
 		switch {
-		case lock:
+		case lock || k != nil && k.isList:
 			return wrongType
 		case k == nil:
 			return reply.Null()
 		}
 		return reply.BulkString(k.val)
+	case "LRANGE", "LLEN":
+		switch {
+		case lock || k != nil && !k.isList:
+			return wrongType
+		case k == nil && args[0] == "LLEN":
+			return reply.Int(0)
+		case args[0] == "LLEN":
+			return reply.Int(int64(len(k.list)))
+		case k == nil:
+			return reply.Array()
+		}
+		out := []reply.Value{}
+		for _, e := range k.list { // the whole list: 0 -1
+			out = append(out, reply.BulkString(e))
+		}
+		return reply.Array(out...)
 	case "PTTL":
 		switch {
 		case lock || (k != nil && !k.ttl):
@@ -488,6 +525,8 @@ func (m *model) read(args []string, now int64) reply.Value {
 			return reply.SimpleString("fencedlock")
 		case k == nil:
 			return reply.SimpleString("none")
+		case k.isList:
+			return reply.SimpleString("list")
 		}
 		return reply.SimpleString("string")
 	case "EXISTS":
@@ -582,6 +621,9 @@ func (g *gen) genExec() []string {
 	name := g.pick(genKeys())
 	ms := func() string { return strconv.Itoa(10 * g.src.intn(30)) }
 	at := func() string { return strconv.FormatInt(g.wall+10*int64(g.src.intn(30)-5), 10) }
+	if g.src.intn(5) == 0 {
+		return g.genList()
+	}
 	switch g.src.intn(25) {
 	case 23:
 		return []string{"SETBIT", name, g.pick([]string{"0", "1", "6", "7", "9", "17", "-1", "x"}), g.pick([]string{"0", "1", "1", "2"})}
@@ -675,6 +717,19 @@ func compareKeyReads(s *State, m *model, now int64) error {
 			return fmt.Errorf("KeyFence(%s) = %d %v, model %d %v", name, gf, gok, wf, wok)
 		}
 	}
+	for _, name := range genListKeys() {
+		for _, args := range [][]string{{"LRANGE", name, "0", "-1"}, {"LLEN", name}, {"TYPE", name}, {"EXISTS", name}, {"GET", name}, {"PTTL", name}} {
+			if got, want := s.Exec(args, now), m.read(args, now); resp.FromReply(got).String() != resp.FromReply(want).String() {
+				return fmt.Errorf("Exec(%q) = %v, model %v", args, got, want)
+			}
+		}
+		gf, gok := s.KeyFence(name, now)
+		wf, wok := m.keyFence(name, now)
+		if gf != wf || gok != wok {
+			return fmt.Errorf("KeyFence(%s) = %d %v, model %d %v", name, gf, gok, wf, wok)
+		}
+	}
+	names = append(names, genListKeys()...)
 	for _, args := range [][]string{{"KEYS", "*"}, append([]string{"TOUCH"}, names...), {"OBJECT", "ENCODING", "k1"}, {"OBJECT", "REFCOUNT", "k2"}} {
 		if got, want := s.Exec(args, now), m.read(args, now); resp.FromReply(got).String() != resp.FromReply(want).String() {
 			return fmt.Errorf("Exec(%q) = %v, model %v", args, got, want)
@@ -713,4 +768,170 @@ func (m *model) objectRead(args []string, now int64) reply.Value {
 		return reply.BulkString("embstr")
 	}
 	return reply.BulkString("raw")
+}
+
+// listWrite runs the list commands on the model: Redis 7.0's t_list.c
+// read plainly (lmoveGenericCommand: the source is looked at first, a
+// destination of another type refuses with nothing popped; the
+// destination's events, then the source's).
+func (m *model) listWrite(cmd string, args []string, now int64) reply.Value {
+	// list is name as a list: ok is false for another type (or a lock).
+	list := func(name string) (*mKey, bool) {
+		k := m.liveKey(name, now)
+		if m.locks[name] != nil || k != nil && !k.isList {
+			return nil, false
+		}
+		return k, true
+	}
+	side := func(a string) (tail, ok bool) {
+		switch strings.ToUpper(a) {
+		case "LEFT":
+			return false, true
+		case "RIGHT":
+			return true, true
+		}
+		return false, false
+	}
+	// push puts els on name's head (each in front of the last) or tail,
+	// with one event, as Redis notifies a whole push.
+	push := func(name string, els []string, tail bool) {
+		k := m.liveKey(name, now)
+		if k == nil {
+			k = &mKey{created: int64(m.index), isList: true}
+			m.keys[name] = k
+			m.event('n', "new", name)
+		}
+		for _, e := range els {
+			if tail {
+				k.list = append(slices.Clone(k.list), e)
+			} else {
+				k.list = append([]string{e}, k.list...)
+			}
+		}
+		if tail {
+			m.event('l', "rpush", name)
+		} else {
+			m.event('l', "lpush", name)
+		}
+		m.pushed = append(m.pushed, name)
+	}
+	pop := func(name string, tail bool) string {
+		k := m.keys[name]
+		var e string
+		if tail {
+			e, k.list = k.list[len(k.list)-1], slices.Clone(k.list[:len(k.list)-1])
+			m.event('l', "rpop", name)
+		} else {
+			e, k.list = k.list[0], slices.Clone(k.list[1:])
+			m.event('l', "lpop", name)
+		}
+		if len(k.list) == 0 {
+			delete(m.keys, name)
+			m.event('g', "del", name)
+		}
+		return e
+	}
+	name := args[1]
+	switch cmd {
+	case "LPUSH", "RPUSH":
+		if _, ok := list(name); !ok {
+			return wrongType
+		}
+		push(name, args[2:], cmd == "RPUSH")
+		return reply.Int(int64(len(m.keys[name].list)))
+	case "LPOP", "RPOP":
+		k, ok := list(name)
+		switch {
+		case !ok:
+			return wrongType
+		case k == nil:
+			return reply.Null()
+		}
+		return reply.BulkString(pop(name, cmd == "RPOP"))
+	}
+	from, to, timeout := true, false, ""
+	if cmd == "LMOVE" || cmd == "BLMOVE" {
+		var ok1, ok2 bool
+		from, ok1 = side(args[3])
+		to, ok2 = side(args[4])
+		if !ok1 || !ok2 {
+			return reply.Error("ERR syntax error")
+		}
+	}
+	if cmd[0] == 'B' {
+		timeout = args[len(args)-1]
+		if f, err := strconv.ParseFloat(timeout, 64); err != nil {
+			return reply.Error("ERR timeout is not a float or out of range")
+		} else if f < 0 {
+			return reply.Error("ERR timeout is negative")
+		}
+	}
+	src, ok := list(name)
+	switch {
+	case !ok:
+		return wrongType
+	case src == nil:
+		return reply.Null() // the blocking forms too: the state machine never waits
+	}
+	if _, ok := list(args[2]); !ok {
+		return wrongType
+	}
+	// A rotation pushes onto the list it pops: the element is read first,
+	// and the list is never empty in between, so never deleted.
+	var e string
+	if from {
+		e = src.list[len(src.list)-1]
+	} else {
+		e = src.list[0]
+	}
+	if name == args[2] {
+		rest := slices.Clone(src.list[1:])
+		if from {
+			rest = slices.Clone(src.list[:len(src.list)-1])
+		}
+		src.list = rest
+		push(name, []string{e}, to)
+		if from {
+			m.event('l', "rpop", name)
+		} else {
+			m.event('l', "lpop", name)
+		}
+		return reply.BulkString(e)
+	}
+	push(args[2], []string{e}, to)
+	pop(name, from)
+	return reply.BulkString(e)
+}
+
+// genList draws a list command over genListKeys, now and then on a string
+// key (WRONGTYPE), or a SET or DEL of a list's name.
+func (g *gen) genList() []string {
+	names := genListKeys()
+	name, other := g.pick(names), g.pick(names)
+	if g.src.intn(8) == 0 {
+		// A string, a lock or nothing as the source: WRONGTYPE or null.
+		// Never as the destination, which a move would make a list.
+		name = g.pick([]string{"k1", "a"})
+	}
+	sides := []string{"LEFT", "RIGHT", "left", "Right"}
+	el := func() string { return fmt.Sprint(g.src.intn(4)) }
+	switch g.src.intn(12) {
+	case 0, 1:
+		return []string{g.pick([]string{"LPUSH", "RPUSH"}), g.pick(names), el(), el()}[:3+g.src.intn(2)]
+	case 2:
+		return []string{g.pick([]string{"LPOP", "RPOP"}), g.pick(names)}
+	case 3, 4, 5:
+		return []string{"LMOVE", name, other, g.pick(sides), g.pick(sides)}
+	case 6:
+		return []string{"RPOPLPUSH", name, other}
+	case 7:
+		return []string{"BLMOVE", name, other, g.pick(sides), g.pick(sides), g.pick([]string{"0", "1.5", "-1"})}
+	case 8:
+		return []string{"BRPOPLPUSH", name, other, g.pick([]string{"0", "2", "x"})}
+	case 9:
+		return []string{"SET", g.pick(names), "s"}
+	case 10:
+		return []string{"DEL", g.pick(names)}
+	}
+	return []string{"LMOVE", name, other, g.pick([]string{"LEFT", "UP"}), "RIGHT"}
 }

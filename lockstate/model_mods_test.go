@@ -29,7 +29,7 @@ type mChange struct {
 
 // mNames are the pools' names, each once ("a" is a key and a lock).
 func mNames() []string {
-	n := append(genKeys(), genLocks()...)
+	n := append(append(genKeys(), genLocks()...), genListKeys()...)
 	slices.Sort(n)
 	return slices.Compact(n)
 }
@@ -39,7 +39,7 @@ func (m *model) looks() map[string]mLook {
 	out := map[string]mLook{}
 	for _, name := range mNames() {
 		if k := m.keys[name]; k != nil {
-			out[name] = mLook{what: fmt.Sprintf("k %q %d %v %d", k.val, k.created, k.ttl, k.deadline)}
+			out[name] = mLook{what: fmt.Sprintf("k %s %d %v %d", k.look(), k.created, k.ttl, k.deadline)}
 		} else if l := m.locks[name]; l != nil {
 			out[name] = mLook{what: fmt.Sprintf("l %s %q %d %d %d", l.holder, l.owner, l.count, l.limit, l.token), lock: true}
 		}
@@ -117,6 +117,10 @@ func (m *model) write(args []string, now int64) reply.Value {
 		touched = len(args) > 2 && existed && !upper("PERSIST")
 	case "SETRANGE":
 		touched = args[3] != ""
+	case "LMOVE", "RPOPLPUSH", "BLMOVE", "BRPOPLPUSH":
+		// A move touches both lists, a rotation too, though it may leave
+		// its list as it was (one element, or equal ones).
+		touched = r.Kind == reply.KindBulk
 	case "SETBIT": // only a bit that flips, or a string that grows or is new
 		k := m.liveKey(name, now)
 		touched = !existed || k == nil || k.val != was

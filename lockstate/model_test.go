@@ -37,6 +37,9 @@ type model struct {
 	// messages the events of the entry in progress.
 	notify   string
 	messages []Message
+	// pushed are the lists the entry in progress pushed to, in order
+	// (model_keys_test.go): what wakes a BLPOP or a BLMOVE.
+	pushed []string
 }
 
 type mSession struct {
@@ -94,8 +97,8 @@ func (m *model) apply(index uint64, e Entry) Result {
 		m.phase(func() { r = m.op(e, now) })
 	}
 	m.phase(m.handOff)
-	r.Wakes, r.Expired, r.Messages = m.wakes, m.expired, m.messages
-	m.wakes, m.expired, m.messages = nil, Expirations{}, nil
+	r.Wakes, r.Expired, r.Messages, r.Pushed = m.wakes, m.expired, m.messages, m.pushed
+	m.wakes, m.expired, m.messages, m.pushed = nil, Expirations{}, nil, nil
 	return r
 }
 

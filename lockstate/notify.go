@@ -24,8 +24,8 @@ import (
 // its kin), del (DEL, UNLINK, GETDEL, an EXPIRE or GETEX to the past, and
 // a hash or list emptied), persist, incrby (INCR, DECR, INCRBY, DECRBY),
 // incrbyfloat, append, setrange, setbit (a SETBIT that changed the string),
-// hset (HSET, HMSET), hincrby, hdel, lpush, rpush, lpop (LPOP, BLPOP), rpop,
-// expired, and new (dbAdd: any key created). fenced's own
+// hset (HSET, HMSET), hincrby, hdel, lpush, rpush, lpop (LPOP, BLPOP), rpop
+// (a list move: the destination's push, then the source's pop), expired, and new (dbAdd: any key created). fenced's own
 // DELEX and DELIFEQ raise del. A SET whose absolute time is already past
 // raises set and expire as Redis does, then expired at once, since fenced
 // deletes the key in that entry where Redis waits for it to be looked at.

@@ -7,9 +7,10 @@ import (
 	"github.com/fenced/fenced/script"
 )
 
-// Redis's blocking commands that fenced lacks are refused in a script as
-// Redis refuses them (noscript, after the arity) from cluster version 3;
-// before, they are unknown, as an older binary answers.
+// Redis's blocking commands (BLMOVE and BRPOPLPUSH, and those fenced
+// lacks) are refused in a script as Redis refuses them (noscript, after
+// the arity) from cluster version 3; before, they are unknown, as an older
+// binary answers.
 func TestScriptRedisBlockingRefused(t *testing.T) {
 	call := func(c *execCheck, args string) reply.Value {
 		return c.exec(t, "EVAL", "return redis.pcall("+args+")", "0")

@@ -105,7 +105,7 @@ func TestChangesInEvents(t *testing.T) {
 func (m *model) visible() map[string]string {
 	out := make(map[string]string, len(m.keys)+len(m.locks))
 	for name, k := range m.keys {
-		out[name] = fmt.Sprintf("key %q %v %d", k.val, k.ttl, k.deadline)
+		out[name] = fmt.Sprintf("key %s %v %d", k.look(), k.ttl, k.deadline)
 	}
 	for name, l := range m.locks {
 		if l.holder != "" {

@@ -35,6 +35,8 @@ package lockstate
 //	     read-only table
 //	   - SETBIT, RPOP and HMSET, and GETBIT, BITCOUNT, BITPOS and LCS
 //	     inside scripts (bits.go, lcs.go, listpops.go)
+//	   - LMOVE, RPOPLPUSH, BLMOVE and BRPOPLPUSH (listmove.go; the
+//	     blocking two never wait in the log, and are noscript)
 const MaxVersion = 3
 
 // incrStep is what INCR adds: 1 at every version this binary knows.

@@ -11,9 +11,10 @@ import (
 	"github.com/fenced/fenced/resp"
 )
 
-// BLPOP tries to pop through the log; when every list is empty it waits on
-// this node for an applied entry that pushes to one of its lists (a push
-// by a client or by a script, applied here like everywhere) and tries
+// BLPOP (and BLMOVE and BRPOPLPUSH, on their source) tries to pop through
+// the log; when every list is empty it waits on this node for an applied
+// entry that pushes to one of its lists (a push by a client or by a
+// script, an LMOVE's destination, applied here like everywhere) and tries
 // again. The wait is registered before each try, and this node applies
 // every entry after the try, so no push is missed. The timeout runs on this
 // node's clock: it bounds how long a client waits, and decides nothing in
@@ -97,13 +98,33 @@ func (s *Server) blpop(c *resp.Conn, args [][]byte) resp.Value {
 		return errorReply(err)
 	}
 	keys := make([]string, len(args)-2)
+	for i, a := range args[1 : len(args)-1] {
+		keys[i] = string(a)
+	}
+	return s.blockOn(c, args, keys, timeout, reply.KindNullArray)
+}
+
+// blmove is BLMOVE and BRPOPLPUSH: BLPOP's wait, on the source alone. The
+// state machine answers a null bulk for an empty source (what Redis
+// answers inside MULTI, where nothing waits); a wait that times out is
+// Redis's null array, as for every blocked list command.
+func (s *Server) blmove(c *resp.Conn, args [][]byte) resp.Value {
+	mv, err := commands.ParseListMove(args)
+	if err != nil {
+		return errorReply(err)
+	}
+	return s.blockOn(c, args, []string{mv.Src}, mv.Timeout, reply.KindNull)
+}
+
+// blockOn runs args, a blocking list command whose last argument is its
+// timeout (ms here, 0 = forever), through the log until its reply is not
+// of kind empty: each empty reply waits for a push to one of keys, the
+// timeout, the connection's end or the server's.
+func (s *Server) blockOn(c *resp.Conn, args [][]byte, keys []string, timeout int64, empty reply.Kind) resp.Value {
 	entry := lockstate.Entry{Op: lockstate.OpExec, Args: make([]string, len(args))}
 	entry.User, entry.AsAdmin = s.actor(c)
 	for i, a := range args {
 		entry.Args[i] = string(a)
-		if i > 0 && i < len(args)-1 {
-			keys[i-1] = string(a)
-		}
 	}
 	entry.Args[len(args)-1] = "0"
 	var deadline <-chan time.Time
@@ -123,7 +144,7 @@ func (s *Server) blpop(c *resp.Conn, args [][]byte) resp.Value {
 		case res.Err != nil:
 			stop()
 			return errorReply(res.Err)
-		case res.Reply.Kind != reply.KindNullArray:
+		case res.Reply.Kind != empty:
 			stop()
 			return resp.FromReply(res.Reply)
 		}

@@ -80,6 +80,8 @@ func (s *Server) nativeHandlers() map[string]handlerFunc {
 		"slowlog":           s.slowlogCmd,
 		"latency":           s.latencyCmd,
 		"blpop":             s.blpop,
+		"blmove":            s.blmove,
+		"brpoplpush":        s.blmove,
 		"eval_ro":           s.evalRO,
 		"evalsha_ro":        s.evalRO,
 		"function":          s.function,

@@ -58,7 +58,7 @@ func newSlowlog() *slowlog {
 // encoded entry may be an ACL SETUSER with password hashes).
 func skipsSlowlog(name string) bool {
 	switch name {
-	case "auth", "hello", "acl", "flock", "blpop", "raft.propose", "raft.link", "raft.user":
+	case "auth", "hello", "acl", "flock", "blpop", "blmove", "brpoplpush", "raft.propose", "raft.link", "raft.user":
 		return true
 	}
 	return false

@@ -44,7 +44,9 @@ func TestVersionOneRefusedUpFront(t *testing.T) {
 	before, _ := s.node.StateHash()
 	for _, args := range [][]any{{"SETNX", "k", "v"}, {"setnx", "k"}, {"INCRBYFLOAT", "k", "1.5"}, {"GETEX", "k", "PERSIST"},
 		{"FLUSHALL"}, {"RENAME", "k", "x"}, {"COPY", "k", "x", "REPLACE"},
-		{"SETBIT", "k", "1", "1"}, {"RPOP", "k", "2"}, {"HMSET", "h", "f", "v"}, {"setbit", "k"}} {
+		{"SETBIT", "k", "1", "1"}, {"RPOP", "k", "2"}, {"HMSET", "h", "f", "v"}, {"setbit", "k"},
+		{"LMOVE", "k", "x", "LEFT", "LEFT"}, {"RPOPLPUSH", "k", "x"}, {"BLMOVE", "k", "x", "LEFT", "LEFT", "0"},
+		{"BRPOPLPUSH", "k", "x", "0"}, {"blmove", "k"}} {
 		var b strings.Builder
 		for _, a := range args[1:] {
 			b.WriteString("'" + a.(string) + "' ")
