@@ -37,6 +37,9 @@ func TestGenericHandlers(t *testing.T) {
 	wantReads = append(wantReads, "object", "touch", "lrange")
 	// Sets (cluster version 3); SRANDMEMBER draws on the node, as RANDOMKEY.
 	wantWrites = append(wantWrites, "sadd", "srem", "spop", "sort")
+	// List moves (cluster version 3); BLMOVE and BRPOPLPUSH wait as BLPOP
+	// does (a handler of their own).
+	wantWrites = append(wantWrites, "lmove", "rpoplpush")
 	wantReads = append(wantReads, "scard", "sismember", "smembers", "smismember", "sort_ro")
 	// Bits, LCS, RPOP and HMSET (cluster version 3).
 	wantWrites = append(wantWrites, "setbit", "rpop", "hmset")
