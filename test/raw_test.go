@@ -50,6 +50,19 @@ func (c *rawConn) write(s string) {
 
 func (c *rawConn) send(args ...string) { c.t.Helper(); c.write(encode(args...)) }
 
+// sendRefused sends a command the server is expected to refuse by closing
+// the connection as it reads its header (an argument over
+// proto-max-bulk-len): a server that closes before the rest is written
+// breaks the pipe, which is then no failure; what it answered is left to
+// read.
+func (c *rawConn) sendRefused(args ...string) {
+	c.t.Helper()
+	c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c.nc, encode(args...)); err != nil && !isClosed(err) {
+		c.t.Fatalf("write: %v", err)
+	}
+}
+
 // rv is one RESP value as read off the wire.
 type rv struct {
 	kind  byte // '+', '-', ':', '$', '*', '_', '%', ...

@@ -140,7 +140,7 @@ func TestProtoMaxBulkLen(t *testing.T) {
 	// with Redis's protocol error.
 	big := strings.Repeat("x", 2<<20)
 	probe := dialRaw(t, n.addr)
-	probe.send("SET", "big", big)
+	probe.sendRefused("SET", "big", big)
 	if v, err := probe.tryRead(5 * time.Second); err == nil && (v.kind != '-' || !strings.Contains(v.str, "Protocol error")) {
 		t.Fatalf("a 2 MiB argument under 1mb: %v", v)
 	}
@@ -167,7 +167,7 @@ func TestProtoMaxBulkLen(t *testing.T) {
 	if v := old.read(); v.str != "PONG" {
 		t.Fatalf("PING: %v", v)
 	}
-	old.send("SET", "big", big)
+	old.sendRefused("SET", "big", big)
 	if v, err := old.tryRead(5 * time.Second); err == nil && (v.kind != '-' || !strings.Contains(v.str, "Protocol error")) {
 		t.Fatalf("2 MiB after lowering the limit again: %v", v)
 	}
