@@ -34,20 +34,37 @@ NORACE    := ^(TestModel|TestExhaustive|TestResourceBombs|TestLibsBounded)$$
 # answers -MISCONF below it, and a container's /dev/shm may be 64 MiB.
 TESTTMP   ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$$(df -Pk /dev/shm | awk 'NR==2 {print $$4}')" -gt 4194304 ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
-# The fault tests' short profile (TestChaos, TestChaosPlanted) is make
-# test's longest lane: twelve runs that go one at a time (test/chaos_test.go,
-# chaosSlots) and mostly wait out faults, quiet periods and lapsing
-# sessions, about 6 minutes in all. In the one test process they started
-# only once a parallel slot came free, 3 minutes in; as a process of their
-# own they start with everything else. Whether a fault lands at the moment
-# that exposes a planted bug depends on the clients keeping up (memory-tokens
-# went undetected in 3 runs once, with other builds on the machine), but the
-# rest is not niced for it: raftstore's in-process clusters then missed
-# heartbeats (TestFollowerProgressIsTheLeadersView lost its leader). The two take port
-# ranges of their own (FENCED_TEST_PORTS), and the test binary is compiled
-# once first, so they do not compile it side by side. The lane's log (-v,
-# every run's report) is printed when it fails.
+# make test runs three things side by side once ./test's binary is built
+# (compiled once, so the two processes below do not compile it twice):
+#
+#  - the fault tests' short profile (TestChaos, TestChaosPlanted), two runs
+#    at a time (FENCED_CHAOS_SLOTS): three 40 s runs of the real fenced,
+#    built with the race detector, through every fault, and ten planted
+#    bugs. Its runs mostly wait out faults, quiet periods and lapsing
+#    sessions (alone, 0.7 of one core for 6.5 minutes at one run at a
+#    time). More than two at once starve the clients on two cores;
+#  - the rest of ./test, the black-box tests, against servers built without
+#    the race detector (FENCED_SERVER_RACE=0): they test behaviour against
+#    real clients and redis-server, and a race-built server doubled their
+#    CPU (478 s against 240 s) and wall time (334 s against 177 s). The race
+#    detector still watches the whole binary in the fault tests' runs above,
+#    and the server, raftstore, session and client code in their own
+#    packages' tests, which run in-process under -race;
+#  - every other package under -race.
+#
+# The black-box process prints only what fails (no -v); the lane keeps a
+# -v log, every run's report, and -test.parallel 16 so that a run that has
+# given up its chaos slot (its replicas' check) never keeps the next from
+# starting. The two test processes take port ranges of their own
+# (FENCED_TEST_PORTS): a node killed in one could otherwise lose its port
+# to the other. Each one's log is printed when it fails. The one-goroutine
+# tests without -race (NORACE) run beside it all from the start. Nothing is
+# niced: raftstore's in-process clusters miss heartbeats when they are
+# (TestFollowerProgressIsTheLeadersView lost its leader once).
 CHAOSLANE := ^(TestChaos|TestChaosPlanted)$$
+# go test runs two packages at a time, in the order given: the slowest go
+# first, so that none of them is left to run alone at the end.
+SLOWPKGS  := ./lockstate ./raftstore ./server ./script ./resp ./client ./fencing
 LANEDIR   := $(shell mktemp -u -d $(TESTTMP)/fenced-lane-XXXXXX)
 
 # -count=1: never a cached result. The black-box tests in ./test run the
@@ -57,18 +74,25 @@ test: ## vet, then every unit, integration and fuzz-seed test with -race (and th
 	$(GO) vet $(PKGS)
 	mkdir -p $(LANEDIR) && $(GO) test -race -c -o $(LANEDIR)/test.test ./test
 	@set +e; start=$$(date +%s); \
-	{ (cd test && TMPDIR=$(TESTTMP) FENCED_TEST_PORTS=20000-23999 $(LANEDIR)/test.test -test.run '$(CHAOSLANE)' -test.count=1 -test.timeout 15m -test.v) >$(LANEDIR)/lane.log 2>&1; \
+	{ (cd test && TMPDIR=$(TESTTMP) FENCED_TEST_PORTS=20000-23999 FENCED_CHAOS_SLOTS=2 $(LANEDIR)/test.test -test.run '$(CHAOSLANE)' -test.count=1 -test.parallel 16 -test.timeout 15m -test.v) >$(LANEDIR)/lane.log 2>&1; \
 	  echo "$$? $$(date +%s)" >$(LANEDIR)/lane.rc; } & \
-	echo "TMPDIR=$(TESTTMP) FENCED_TEST_PORTS=24000-31999 $(GO) test -race -count=1 -parallel 8 -timeout 15m -skip '$(CHAOSLANE)' $(PKGS)"; \
-	TMPDIR=$(TESTTMP) FENCED_TEST_PORTS=24000-31999 $(GO) test -race -count=1 -parallel 8 -timeout 15m -skip '$(CHAOSLANE)' $(PKGS); rc=$$?; \
-	echo "$(GO) test -count=1 -run '$(NORACE)' ./lockstate ./script"; \
-	$(GO) test -count=1 -run '$(NORACE)' ./lockstate ./script || rc=1; \
-	echo "$(GO) test -count=1 -tags fencednext -run 'Version' ./lockstate"; \
-	$(GO) test -count=1 -tags fencednext -run 'Version' ./lockstate || rc=1; \
-	wait; read lane end <$(LANEDIR)/lane.rc; \
+	{ (cd test && TMPDIR=$(TESTTMP) FENCED_TEST_PORTS=24000-31999 FENCED_SERVER_RACE=0 $(LANEDIR)/test.test -test.skip '$(CHAOSLANE)' -test.count=1 -test.parallel 8 -test.timeout 15m) >$(LANEDIR)/blackbox.log 2>&1; \
+	  echo "$$? $$(date +%s)" >$(LANEDIR)/blackbox.rc; } & \
+	{ $(GO) test -count=1 -run '$(NORACE)' ./lockstate ./script >$(LANEDIR)/norace.log 2>&1 && \
+	  $(GO) test -count=1 -tags fencednext -run 'Version' ./lockstate >>$(LANEDIR)/norace.log 2>&1; echo $$? >$(LANEDIR)/norace.rc; } & \
+	pkgs="$(SLOWPKGS) $$($(GO) list $(PKGS) | grep -v -e '/fenced/test$$' $(foreach p,$(SLOWPKGS),-e '/fenced/$(p:./%=%)$$'))"; \
+	echo "TMPDIR=$(TESTTMP) $(GO) test -race -count=1 -parallel 8 -timeout 15m <every package but ./test, the slowest first>"; \
+	TMPDIR=$(TESTTMP) $(GO) test -race -count=1 -parallel 8 -timeout 15m $$pkgs; rc=$$?; \
+	wait; \
+	echo "$(GO) test -count=1 -run '$(NORACE)' ./lockstate ./script; $(GO) test -count=1 -tags fencednext -run 'Version' ./lockstate"; \
+	cat $(LANEDIR)/norace.log; [ "$$(cat $(LANEDIR)/norace.rc)" = 0 ] || rc=1; \
+	read bb end <$(LANEDIR)/blackbox.rc; \
+	if [ "$$bb" = 0 ]; then echo "ok  	github.com/fenced/fenced/test (black-box tests, servers without -race)	$$(( end - start ))s"; \
+	else cat $(LANEDIR)/blackbox.log; echo "FAIL	github.com/fenced/fenced/test (black-box tests)"; fi; \
+	read lane end <$(LANEDIR)/lane.rc; \
 	if [ "$$lane" = 0 ]; then echo "ok  	fault-test lane $(CHAOSLANE)	$$(( end - start ))s"; \
 	else cat $(LANEDIR)/lane.log; echo "FAIL	fault-test lane $(CHAOSLANE)"; fi; \
-	rm -rf $(LANEDIR); [ $$rc = 0 ] && [ "$$lane" = 0 ]
+	rm -rf $(LANEDIR); [ $$rc = 0 ] && [ "$$lane" = 0 ] && [ "$$bb" = 0 ]
 
 chaos: ## the long fault-test profile: 3 seeds x 200 s of faults per workload, then the planted bugs (about 35 min)
 	set -o pipefail; FENCED_CHAOS=long $(GO) test -count=1 -timeout 80m -v -run 'TestChaos' ./test | tee chaos-report.txt | grep -E '^\s+(seed|ops|faults|fenced store|checkers|detected|chaos_test)|^(---|ok|FAIL)|--- '

@@ -16,6 +16,7 @@ import (
 // follower's restart and a new node that catches up by installing a
 // snapshot, and every node hashes alike.
 func TestClusterFunctions(t *testing.T) {
+	t.Parallel()
 	flags := []string{"--trailing-logs", "16"}
 	c := startCluster(t, 3, flags, flags, flags)
 	leader := c.leader(30 * time.Second)

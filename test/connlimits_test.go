@@ -197,7 +197,7 @@ func TestSlowSubscriberOutputLimit(t *testing.T) {
 	// Allocator and GC slack; the race detector's shadow memory multiplies
 	// it all (a -race server grew by 206 MiB where a plain one grew by 47).
 	margin := int64(96 << 20)
-	if raceEnabled {
+	if raceServer() {
 		margin = 8*(limit+margin) - limit
 	}
 	if peak-warm > limit+margin {

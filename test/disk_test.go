@@ -120,6 +120,7 @@ func setRetrying(t *testing.T, c *redis.Client, key string, val any) {
 // it takes writes without a restart and catches up: RAFT.HASH is equal on
 // all three.
 func TestDiskFull(t *testing.T) {
+	t.Parallel()
 	const (
 		mib     = 1 << 20
 		reserve = 96 * mib
@@ -280,6 +281,7 @@ func TestDiskFull(t *testing.T) {
 // entry's index and what to do, and no panic trace (hashicorp/raft panics
 // on an entry it cannot read in NewRaft's configuration scan).
 func TestCorruptLogTail(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		back uint64 // entries before the last

@@ -56,9 +56,9 @@ var server struct {
 
 // binPath returns the fenced binary: FENCED_TEST_BIN if set (for example a
 // deliberately broken one, to see the tests catch it), else one built from
-// this tree. Under `go test -race` it is built with the race detector too,
-// so a data race inside the server fails the test that triggered it (see
-// node.checkLog); FENCED_SERVER_RACE=0 turns this off.
+// this tree. Under `go test -race` it is built with the race detector too
+// (raceServer), so a data race inside the server fails the test that
+// triggered it (see node.checkLog); FENCED_SERVER_RACE=0 turns this off.
 func binPath(t testing.TB) string {
 	t.Helper()
 	server.once.Do(func() {
@@ -68,7 +68,7 @@ func binPath(t testing.TB) string {
 		}
 		server.path = filepath.Join(tmpDir, "fenced")
 		args := []string{"build", "-o", server.path}
-		if raceEnabled && os.Getenv("FENCED_SERVER_RACE") != "0" {
+		if raceServer() {
 			args = append(args, "-race")
 		}
 		build := exec.Command("go", append(args, "github.com/fenced/fenced/cmd/fenced")...)
@@ -81,6 +81,25 @@ func binPath(t testing.TB) string {
 		t.Fatalf("building fenced: %v", server.err)
 	}
 	return server.path
+}
+
+// raceServer reports whether binPath's server is race-built: the race
+// detector's shadow memory and its slowdown (a -race server takes about
+// twice the CPU and several times the memory) are what some bounds allow
+// for. make test turns it off for the black-box tests and keeps it for the
+// fault tests' runs, which put the whole binary under every fault
+// (Makefile, test).
+func raceServer() bool {
+	return raceEnabled && os.Getenv("FENCED_SERVER_RACE") != "0" && os.Getenv("FENCED_TEST_BIN") == ""
+}
+
+// parallelUnlessRaceServer makes t a parallel test, except with a
+// race-built server, whose slowness under a busy machine would break the
+// time bound the test's comment names.
+func parallelUnlessRaceServer(t *testing.T) {
+	if !raceServer() {
+		t.Parallel()
+	}
 }
 
 // ---------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import (
 // further; a script without the flag and a plain SET are refused; a script
 // without a shebang still reads; every node counts the same used_memory.
 func TestMaxMemoryAllowOOMHeadroom(t *testing.T) {
+	t.Parallel()
 	const limit, headroom = 2 << 20, 1 << 20
 	args := []string{"--maxmemory", "2mb"}
 	c := startCluster(t, 3, args, args, args)

@@ -20,7 +20,7 @@ const oomReply = "OOM command not allowed when used memory > 'maxmemory'."
 // bounded by neither, triples it (seen: 768 MiB for a 16 MiB state).
 func rssBound(limit int64) int64 {
 	b := 2*limit + 320<<20
-	if raceEnabled {
+	if raceServer() {
 		b *= 3
 	}
 	return b
@@ -75,6 +75,7 @@ func fillUntilOOM(t *testing.T, c *redis.Client, what string, cmd func(i int) []
 // make room; and a restart of every node loads the full state and refuses
 // alike.
 func TestMaxMemory(t *testing.T) {
+	t.Parallel()
 	const limit = 8 << 20
 	args := []string{"--maxmemory", "8mb"}
 	c := startCluster(t, 3, args, args, args)
@@ -217,6 +218,7 @@ func TestMaxMemory(t *testing.T) {
 // FLOCK and its FUNLOCK are answered throughout, and the node's RSS ends
 // within the stated bound.
 func TestStateBomb(t *testing.T) {
+	t.Parallel()
 	const limit = 16 << 20
 	n := startNode(t, nodeOpts{args: []string{"--maxmemory", "16mb"}})
 	attacker, user := n.client(t), n.client(t)

@@ -20,6 +20,7 @@ import (
 // a WATCH survives a leader change, still telling a changed key from an
 // unchanged one.
 func TestMultiCluster(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3)
 	l := c.leader(20 * time.Second)
 	fs := c.followers(l)
@@ -166,6 +167,7 @@ func sameHashes(t *testing.T, c *cluster) {
 // EXEC fails. With clients on every node of a cluster, the counter ends at
 // exactly the number of transactions that succeeded.
 func TestMultiGoRedisWatchCounter(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3)
 	ctx := tctx(t)
 	const key, workers, each = "counter", 6, 20

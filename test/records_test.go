@@ -18,10 +18,12 @@ import (
 // of a follower, and a new node joining the 3-node cluster that can only
 // catch up by installing the leader's snapshot.
 //
-// Not parallel: under -race, loading a large state at the restart takes
-// seconds (32 MiB, the cap before it was 4 MiB, took over the harness's
-// 30 s start-up bound among make test's parallel tests on 2 cores).
+// Parallel unless the server is race-built: then loading a large state at
+// the restart takes seconds (32 MiB, the cap before it was 4 MiB, took over
+// the harness's 30 s start-up bound among make test's parallel tests on 2
+// cores).
 func TestBigRecordRefusedAtWrite(t *testing.T) {
+	parallelUnlessRaceServer(t)
 	flags := []string{"--trailing-logs", "16"}
 	start := time.Now()
 	c := startCluster(t, 3, flags, flags, flags)
@@ -117,15 +119,17 @@ func waitSameHash(t *testing.T, n, want *node, timeout time.Duration) {
 //
 // The server is the one built without the race detector, whose shadow
 // memory would swamp the measure (unless FENCED_TEST_BIN names one).
-// Not parallel: it loads 50 MiB.
+// Parallel: the bound is the installing node's own peak, which other
+// tests' processes do not change.
 func TestInstallPeakRSS(t *testing.T) {
+	t.Parallel()
 	const (
 		keys     = 50_000
 		perMSET  = 100
 		valBytes = 1 << 10
 	)
 	c := &cluster{t: t, bin: binPath(t)}
-	if raceEnabled && os.Getenv("FENCED_TEST_BIN") == "" {
+	if raceServer() {
 		c.bin = chaosBinary(t, "")
 	}
 	flags := []string{"--trailing-logs", "16"}

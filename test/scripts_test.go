@@ -55,10 +55,11 @@ func checkSameState(t testing.TB, nodes []*node) {
 // node, and after the leader is killed; a script sees one frozen time;
 // runaway scripts stop with the same error on every node, which keep the
 // same state and go on serving.
-// TestScriptsOnCluster is not parallel: a script that runs to its work
-// limit on a -race server forwarded through a follower nears the forwarding
-// timeout when the machine is busy.
+// TestScriptsOnCluster is parallel unless the server is race-built: a
+// script that runs to its work limit on a -race server forwarded through a
+// follower nears the forwarding timeout when the machine is busy.
 func TestScriptsOnCluster(t *testing.T) {
+	parallelUnlessRaceServer(t)
 	c := startCluster(t, 3)
 	leader := c.leader(10 * time.Second)
 	fs := c.followers(leader)
