@@ -1,6 +1,6 @@
 // Package lint holds the repository's own checks on its code (as Pebble's
-// internal/lint does): the import rules that keep its layers apart, and no
-// merge conflict left in a file.
+// internal/lint does): the import rules that keep its layers apart, no
+// goroutine in the state machine, and no merge conflict left in a file.
 package lint
 
 import (
