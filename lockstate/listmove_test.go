@@ -23,31 +23,7 @@ func TestVersionGatesListMoves(t *testing.T) {
 	a := newApplier(t)
 	a.expect(Entry{Op: OpNodeJoin, Node: "n1", RaftAddr: "r:1", Addr: "a:1", Version: MaxVersion}, Result{Int: 1}, "set n/n1")
 	a.apply(Entry{Op: OpExec, Args: []string{"RPUSH", "l", "a", "b", "c", "d"}})
-	const pcall = "return redis.pcall(unpack(ARGV))"
-	nope := a.apply(Entry{Op: OpExec, Args: []string{"EVAL", pcall, "0", "NOPE"}}).Reply
-	for _, v := range []int64{1, 2} {
-		if v == 2 {
-			a.expect(Entry{Op: OpSetVersion, Version: 2}, Result{Int: 2}, "set m/version")
-		}
-		before := a.s.Hash()
-		for _, args := range listMoveCalls {
-			var b strings.Builder
-			for _, x := range args[1:] {
-				b.WriteString("'" + x + "' ")
-			}
-			unknown := reply.Error("ERR unknown command '" + args[0] + "', with args beginning with: " + b.String())
-			if got := a.apply(Entry{Op: OpExec, Args: args}).Reply; !reflect.DeepEqual(got, unknown) {
-				t.Errorf("%q at version %d = %+v, want %+v", args, v, got, unknown)
-			}
-			in := append([]string{"EVAL", pcall, "0"}, args...)
-			if got := a.apply(Entry{Op: OpExec, Args: in}).Reply; !reflect.DeepEqual(got, nope) {
-				t.Errorf("%q in a script at version %d = %+v, want %+v", args, v, got, nope)
-			}
-		}
-		if a.s.Hash() != before {
-			t.Fatalf("refused commands changed the state at version %d", v)
-		}
-	}
+	expectUnknownBelow3(t, a, listMoveCalls, nil)
 	a.expect(Entry{Op: OpSetVersion, Version: 3}, Result{Int: 3}, "set m/version")
 	// l: a b c d. LMOVE takes a to d's tail, RPOPLPUSH d to d's head,
 	// BLMOVE c to d's head, BRPOPLPUSH b to d's head.
@@ -70,7 +46,7 @@ func TestVersionGatesListMoves(t *testing.T) {
 		want reply.Value
 	}{{"LMOVE d l RIGHT LEFT", reply.BulkString("a")}, {"RPOPLPUSH d l", reply.BulkString("d")},
 		{"BLMOVE d l LEFT LEFT 0", notAllowed}, {"BRPOPLPUSH d l 0", notAllowed}, {"BLMOVE nol l LEFT LEFT 0", notAllowed}} {
-		in := append([]string{"EVAL", pcall, "0"}, strings.Fields(c.args)...)
+		in := append([]string{"EVAL", pcallARGV, "0"}, strings.Fields(c.args)...)
 		if got := a.apply(Entry{Op: OpExec, Args: in}).Reply; !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s in a script at version 3 = %+v, want %+v", c.args, got, c.want)
 		}

@@ -283,3 +283,50 @@ func TestVersionGatesTransactions(t *testing.T) {
 		t.Errorf("MULTI in a script at version 3 = %+v, want the not-allowed error", got)
 	}
 }
+
+// pcallARGV is a script that calls the command its arguments name.
+const pcallARGV = "return redis.pcall(unpack(ARGV))"
+
+// unknownCommand is what a binary without the command answers for args:
+// Redis's unknown-command error, with the arguments it quotes.
+func unknownCommand(args []string) reply.Value {
+	var b strings.Builder
+	for _, x := range args[1:] {
+		b.WriteString("'" + x + "' ")
+	}
+	return reply.Error("ERR unknown command '" + args[0] + "', with args beginning with: " + b.String())
+}
+
+// expectUnknownBelow3 applies each of calls at cluster versions 1 and then
+// 2 (a's version is raised on the way), from OpExec and through a
+// script's pcall: each must be answered as unknown, the script's call as a
+// call of a command no binary knows, and nothing may change. at, if set,
+// runs at each version after the calls.
+func expectUnknownBelow3(t *testing.T, a *applier, calls [][]string, at func(v int64)) {
+	t.Helper()
+	nope := a.apply(Entry{Op: OpExec, Args: []string{"EVAL", pcallARGV, "0", "NOPE"}}).Reply
+	if !nope.IsError() {
+		t.Fatalf("a script calling NOPE: %+v", nope)
+	}
+	for _, v := range []int64{1, 2} {
+		if v == 2 {
+			a.expect(Entry{Op: OpSetVersion, Version: 2}, Result{Int: 2}, "set m/version")
+		}
+		before := a.s.Hash()
+		for _, args := range calls {
+			if got, want := a.apply(Entry{Op: OpExec, Args: args}).Reply, unknownCommand(args); !reflect.DeepEqual(got, want) {
+				t.Errorf("%q at version %d = %+v, want %+v", args, v, got, want)
+			}
+			in := append([]string{"EVAL", pcallARGV, "0"}, args...)
+			if got := a.apply(Entry{Op: OpExec, Args: in}).Reply; !reflect.DeepEqual(got, nope) {
+				t.Errorf("%q in a script at version %d = %+v, want %+v", args, v, got, nope)
+			}
+		}
+		if a.s.Hash() != before {
+			t.Fatalf("refused commands changed the state at version %d", v)
+		}
+		if at != nil {
+			at(v)
+		}
+	}
+}

@@ -26,13 +26,7 @@ func TestVersionGatesWholeKeyCommands(t *testing.T) {
 	a := newApplier(t)
 	a.expect(Entry{Op: OpNodeJoin, Node: "n1", RaftAddr: "r:1", Addr: "a:1", Version: MaxVersion}, Result{Int: 1}, "set n/n1")
 	a.apply(Entry{Op: OpExec, Args: []string{"SET", "k", "v"}})
-	unknown := func(args []string) reply.Value {
-		var b strings.Builder
-		for _, x := range args[1:] {
-			b.WriteString("'" + x + "' ")
-		}
-		return reply.Error("ERR unknown command '" + args[0] + "', with args beginning with: " + b.String())
-	}
+	unknown := unknownCommand
 	const pcall = "return redis.pcall(unpack(ARGV))"
 	nope := a.apply(Entry{Op: OpExec, Args: []string{"EVAL", pcall, "0", "NOPE"}}).Reply
 	if !nope.IsError() {

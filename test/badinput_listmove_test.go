@@ -17,25 +17,7 @@ import (
 // list each get exactly one of fifty elements; and the node serves on.
 func TestBadListMoveInput(t *testing.T) {
 	t.Parallel()
-	n := startNode(t, nodeOpts{})
-	c := n.soloClient(t)
-	ctx := tctx(t)
-	sess := openSession(t, c, 600000, "moves")
-	tok, err := do(ctx, c, "FLOCK", "held", sess)
-	if err != nil {
-		t.Fatal(err)
-	}
-	expect := func(want string, args ...any) {
-		t.Helper()
-		got, err := do(ctx, c, args...)
-		if err != nil {
-			got = "error: " + err.Error()
-		}
-		if fmt.Sprint(got) != want {
-			t.Errorf("%.80v = %.200v, want %.200s", args, got, want)
-		}
-	}
-	const wrongType = "error: WRONGTYPE Operation against a key holding the wrong kind of value"
+	n, c, ctx, tok, expect := heldLockNode(t, "moves")
 	expect("2", "RPUSH", "l", "a", "b")
 	for _, args := range [][]any{{"LMOVE", "held", "l", "LEFT", "LEFT"}, {"LMOVE", "l", "held", "LEFT", "LEFT"},
 		{"RPOPLPUSH", "l", "held"}, {"RPOPLPUSH", "held", "held"}, {"BLMOVE", "l", "held", "LEFT", "RIGHT", "0"},

@@ -38,6 +38,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Acceptance i (server side): hostile or over-limit input, each on its own
@@ -538,20 +540,21 @@ func TestBadCommandDocs(t *testing.T) {
 	}
 }
 
-// TestBadStringInput: the string commands of cluster version 2 under
-// hostile input. A held lock's name is never written (WRONGTYPE, the lock
-// and its token unchanged); APPEND and SETRANGE stop at fenced's 4 MiB
-// string, past which Redis would go on to 512 MiB, and a SETRANGE offset
-// is charged against --maxmemory before it runs; INCRBYFLOAT's numbers of
-// thousands of digits or of huge exponents are refused or computed without
-// holding the node up; and the node serves on. Each refusal changes
-// nothing.
-func TestBadStringInput(t *testing.T) {
-	t.Parallel()
-	n := startNode(t, nodeOpts{args: []string{"--maxmemory", "16mb"}})
+// wrongType is Redis's answer to a command on a key of another type, as
+// heldLockNode's expect writes an error.
+const wrongType = "error: WRONGTYPE Operation against a key holding the wrong kind of value"
+
+// heldLockNode starts a node with args and holds the lock "held" on it, in
+// a session labelled label, for the attack tests to aim keyspace commands
+// at. It returns the node, a client, the test's context, the lock's token
+// and expect, which fails the test unless the command answers want (an
+// error as "error: " and its text).
+func heldLockNode(t *testing.T, label string, args ...string) (*node, *redis.Client, context.Context, any, func(want string, args ...any)) {
+	t.Helper()
+	n := startNode(t, nodeOpts{args: args})
 	c := n.soloClient(t)
 	ctx := tctx(t)
-	sess := openSession(t, c, 600000, "strings")
+	sess := openSession(t, c, 600000, label)
 	tok, err := do(ctx, c, "FLOCK", "held", sess)
 	if err != nil {
 		t.Fatal(err)
@@ -563,10 +566,23 @@ func TestBadStringInput(t *testing.T) {
 			got = "error: " + err.Error()
 		}
 		if fmt.Sprint(got) != want {
-			t.Errorf("%v = %v, want %s", args, got, want)
+			t.Errorf("%.80v = %.200v, want %.200s", args, got, want)
 		}
 	}
-	const wrongType = "error: WRONGTYPE Operation against a key holding the wrong kind of value"
+	return n, c, ctx, tok, expect
+}
+
+// TestBadStringInput: the string commands of cluster version 2 under
+// hostile input. A held lock's name is never written (WRONGTYPE, the lock
+// and its token unchanged); APPEND and SETRANGE stop at fenced's 4 MiB
+// string, past which Redis would go on to 512 MiB, and a SETRANGE offset
+// is charged against --maxmemory before it runs; INCRBYFLOAT's numbers of
+// thousands of digits or of huge exponents are refused or computed without
+// holding the node up; and the node serves on. Each refusal changes
+// nothing.
+func TestBadStringInput(t *testing.T) {
+	t.Parallel()
+	_, c, ctx, tok, expect := heldLockNode(t, "strings", "--maxmemory", "16mb")
 	for _, args := range [][]any{{"SETNX", "held", "v"}, {"SETEX", "held", "10", "v"}, {"PSETEX", "held", "10", "v"},
 		{"GETSET", "held", "v"}, {"GETEX", "held", "PERSIST"}, {"GETEX", "held"}, {"APPEND", "held", "v"},
 		{"SETRANGE", "held", "0", "v"}, {"INCRBY", "held", "1"}, {"INCRBYFLOAT", "held", "1"}, {"DECR", "held"},
@@ -889,25 +905,7 @@ func TestBadFunctionInput(t *testing.T) {
 // on. Each refusal changes nothing.
 func TestBadBitInput(t *testing.T) {
 	t.Parallel()
-	n := startNode(t, nodeOpts{args: []string{"--maxmemory", "16mb"}})
-	c := n.soloClient(t)
-	ctx := tctx(t)
-	sess := openSession(t, c, 600000, "bits")
-	tok, err := do(ctx, c, "FLOCK", "held", sess)
-	if err != nil {
-		t.Fatal(err)
-	}
-	expect := func(want string, args ...any) {
-		t.Helper()
-		got, err := do(ctx, c, args...)
-		if err != nil {
-			got = "error: " + err.Error()
-		}
-		if fmt.Sprint(got) != want {
-			t.Errorf("%.80v = %.200v, want %.200s", args, got, want)
-		}
-	}
-	const wrongType = "error: WRONGTYPE Operation against a key holding the wrong kind of value"
+	_, c, ctx, tok, expect := heldLockNode(t, "bits", "--maxmemory", "16mb")
 	for _, args := range [][]any{{"SETBIT", "held", "0", "1"}, {"GETBIT", "held", "0"}, {"BITCOUNT", "held"},
 		{"BITPOS", "held", "1"}, {"RPOP", "held"}, {"RPOP", "held", "2"}, {"HMSET", "held", "f", "v"}} {
 		expect(wrongType, args...)
