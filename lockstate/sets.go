@@ -126,6 +126,24 @@ func pick(k *kvKey, n int, seed uint64) []int {
 	return idx[:n]
 }
 
+// entrySeed is the seed of the entry's next draw of a set: the entry's
+// index for its first, as every replica draws, and a new one for each
+// draw after it, so that a script's or a transaction's second SPOP or
+// SRANDMEMBER draws afresh instead of repeating the first. Outside Step
+// (a read-only script on the read path, beside other reads) it writes
+// nothing and gives the last applied index, as before.
+func (s *State) entrySeed() uint64 {
+	seed := s.index
+	if !s.track.applying {
+		return seed
+	}
+	if s.seeds > 0 {
+		seed = randomDraw(s.index, 1<<32+s.seeds)
+	}
+	s.seeds++
+	return seed
+}
+
 func cmdSpop(s *State, a [][]byte, now int64) reply.Value {
 	count, err := commands.ParseSpop(a)
 	if err != nil {
@@ -148,7 +166,7 @@ func cmdSpop(s *State, a [][]byte, now int64) reply.Value {
 	if n == len(k.fields) {
 		popped = append(popped, k.fields...) // the whole set, in its order
 	} else {
-		for _, i := range pick(k, n, s.index) {
+		for _, i := range pick(k, n, s.entrySeed()) {
 			popped = append(popped, k.fields[i])
 		}
 	}
@@ -175,7 +193,7 @@ var ErrRandReply = reply.NewErr("ERR", "the reply would be larger than 32 MiB: S
 // cmdSrandmember is SRANDMEMBER through Exec: inside the log (a script),
 // drawn from the entry's index, as every replica draws.
 func cmdSrandmember(s *State, a [][]byte, now int64) reply.Value {
-	return s.SrandMember(a, now, s.index)
+	return s.SrandMember(a, now, s.entrySeed())
 }
 
 // SrandMember answers SRANDMEMBER key [count] with the draws of seed. The

@@ -52,6 +52,9 @@ type State struct {
 
 	// Scratch of the Apply in progress.
 	index  uint64 // log index of the entry; the token of its grants
+	// seeds counts the entry's random draws of sets (SPOP, SRANDMEMBER
+	// inside the log): each takes a seed of its own (entrySeed).
+	seeds uint64
 	now    int64  // cluster time of the entry
 	unix   int64  // Unix ms of the entry: wall, or now in an entry without one
 	user   string // the ACL user the entry acts for ("" = default)
@@ -233,7 +236,7 @@ func (s *State) Apply(index uint64, e Entry, w Writer) (Result, error) {
 // entries of the batch, say). After the Flush the storage holds what Apply
 // entry by entry would have left.
 func (s *State) Step(index uint64, e Entry) Result {
-	s.index, s.user = index, e.User
+	s.index, s.user, s.seeds = index, e.User, 0
 	s.maxMemory, s.pending, s.headroom = e.MaxMemory, 0, 0
 	s.step++
 	s.track.applying = true // a script's reads count only inside Apply (tracking.go)
