@@ -51,10 +51,10 @@ type State struct {
 	nameHash func(string) uint64 // NameHash; tests make names collide
 
 	// Scratch of the Apply in progress.
-	index  uint64 // log index of the entry; the token of its grants
+	index uint64 // log index of the entry; the token of its grants
 	// seeds counts the entry's random draws of sets (SPOP, SRANDMEMBER
 	// inside the log): each takes a seed of its own (entrySeed).
-	seeds uint64
+	seeds  uint64
 	now    int64  // cluster time of the entry
 	unix   int64  // Unix ms of the entry: wall, or now in an entry without one
 	user   string // the ACL user the entry acts for ("" = default)
