@@ -95,6 +95,8 @@ test: ## vet, then every unit, integration and fuzz-seed test with -race (and th
 	else cat $(LANEDIR)/blackbox.log; echo "FAIL	github.com/fenced/fenced/test (black-box tests)"; fi; \
 	read lane end <$(LANEDIR)/lane.rc; \
 	if [ "$$lane" = 0 ]; then echo "ok  	fault-test lane $(CHAOSLANE)	$$(( end - start ))s"; \
+	  grep -oE '^=== NAME  TestChaosPlanted/[a-z-]+$$|detected in run [0-9]+' $(LANEDIR)/lane.log | paste -sd' ' | \
+	  grep -oE 'TestChaosPlanted/[a-z-]+ detected in run [0-9]+' | sed 's/^TestChaosPlanted\//    planted /'; \
 	else cat $(LANEDIR)/lane.log; echo "FAIL	fault-test lane $(CHAOSLANE)"; fi; \
 	rm -rf $(LANEDIR); [ $$rc = 0 ] && [ "$$lane" = 0 ] && [ "$$bb" = 0 ]
 

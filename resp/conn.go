@@ -137,6 +137,12 @@ func (c *Conn) SetName(name string) {
 // command is written (QUIT). Commands queued behind it are not run.
 func (c *Conn) CloseAfterReply() { c.closeAfter.Store(true) }
 
+// Closing reports whether the connection has ended, or will end once the
+// reply now being made is written (QUIT): a client that read that reply
+// must find the connection gone, as Redis frees it before it runs another
+// client's command.
+func (c *Conn) Closing() bool { return c.closeAfter.Load() || c.Context().Err() != nil }
+
 // SetLimits changes the reader limits, for example after AUTH. The commands
 // after the current one are read with them, even if the client sent them
 // before this command's reply (see readLoop).

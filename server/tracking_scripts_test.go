@@ -98,11 +98,18 @@ func TestTrackingRedirectQuit(t *testing.T) {
 	a.ok("CLIENT", "TRACKING", "ON", "REDIRECT", id)
 	a.do("GET", "k")
 	target.ok("QUIT") // the socket stays open on this side
-	// The client reads QUIT's +OK a moment before the server ends the
-	// connection's context (CI 12:27: the SET's invalidation went to the
-	// target instead). Wait for that, within QUIT's reply and well before
-	// the 500 ms linger the fix skips.
+	// At once: the client may read QUIT's +OK a moment before the server
+	// ends the connection's context (CI 12:27 and TestDiffClientReply
+	// 14:20: the SET's invalidation went to the target instead), and the
+	// target counts as gone from the moment QUIT is answered (Closing).
 	quit := time.Now()
+	w.ok("SET", "k", "1")
+	a.want("broken", resp.Push(resp.BulkString("tracking-redir-broken"), resp.Int(mustInt(t, id))).String())
+	if d := time.Since(quit); d > 300*time.Millisecond {
+		t.Errorf("tracking-redir-broken after %v", d)
+	}
+	// And the connection ends within QUIT's reply, well before the 500 ms
+	// linger the fix skips.
 	for gone := false; !gone; time.Sleep(time.Millisecond) {
 		gone = true
 		for _, c := range s.rs.Conns() {
@@ -114,10 +121,33 @@ func TestTrackingRedirectQuit(t *testing.T) {
 			t.Fatal("the redirect target's connection still lives 300 ms after QUIT")
 		}
 	}
-	start := time.Now()
+}
+
+// TestTrackingRedirectClosingTarget: a redirect target whose QUIT is
+// answered counts as gone before its connection has ended (the moment
+// TestTrackingRedirectQuit races with): here QUIT's handler runs and its
+// reply is never written, so the connection lives on, and the next
+// invalidation must still be a tracking-redir-broken push, not one sent
+// to the closing target.
+func TestTrackingRedirectClosingTarget(t *testing.T) {
+	s := startServer(t)
+	target, a, w := dialTrack(t, s, 3), dialTrack(t, s, 3), dialTrack(t, s, 3)
+	id := target.id()
+	a.ok("CLIENT", "TRACKING", "ON", "REDIRECT", id)
+	a.do("GET", "k")
+	var tc *resp.Conn
+	for _, c := range s.rs.Conns() {
+		if strconv.FormatInt(c.ID(), 10) == id {
+			tc = c
+		}
+	}
+	if tc == nil {
+		t.Fatalf("no connection %s", id)
+	}
+	s.quit(tc, nil) // QUIT decided; its reply not yet written
+	if tc.Context().Err() != nil || !tc.Closing() {
+		t.Fatalf("after QUIT's handler: context %v, closing %v; want live and closing", tc.Context().Err(), tc.Closing())
+	}
 	w.ok("SET", "k", "1")
 	a.want("broken", resp.Push(resp.BulkString("tracking-redir-broken"), resp.Int(mustInt(t, id))).String())
-	if d := time.Since(start); d > 300*time.Millisecond {
-		t.Errorf("tracking-redir-broken after %v", d)
-	}
 }
