@@ -352,6 +352,7 @@ func (c *Cluster) Propose(e lockstate.Entry) lockstate.Result {
 	c.t.Helper()
 	deadline := time.Now().Add(c.opts.Timeout)
 	var err error
+	uncertain := false
 	for time.Now().Before(deadline) {
 		l, ok := c.leader(deadline)
 		if !ok {
@@ -362,14 +363,24 @@ func (c *Cluster) Propose(e lockstate.Entry) lockstate.Result {
 		res, err = c.members[l].node.Propose(ctx, e)
 		cancel()
 		if err == nil {
+			if uncertain && e.Op == lockstate.OpSessionOpen && errors.Is(res.Err, lockstate.ErrSessionExists) {
+				// The uncertain proposal was applied: what it answered.
+				return lockstate.Result{Str: e.Session}
+			}
 			return res
 		}
-		// An uncertain outcome is retried only for an entry with a request
-		// id, which the state machine applies once however often it is
-		// proposed (a leadership lost while committing, under load).
-		if !NotApplied(err) && !(e.Req != "" && errors.Is(err, raftstore.ErrUncertain)) {
+		// An uncertain outcome (a leadership lost while committing, under
+		// load) is retried only for an entry that a second proposal cannot
+		// apply twice: one with a request id, which the state machine
+		// applies once however often it is proposed, or a session open,
+		// whose second proposal answers ErrSessionExists if the first was
+		// applied (raftstore TestClusterPartitionedLeader, make test 14:38:
+		// its first session open, right after the election).
+		retry := e.Req != "" || e.Op == lockstate.OpSessionOpen
+		if !NotApplied(err) && !(retry && errors.Is(err, raftstore.ErrUncertain)) {
 			c.t.Fatalf("propose %v on %s: %v", e.Op, c.members[l].id, err)
 		}
+		uncertain = uncertain || errors.Is(err, raftstore.ErrUncertain)
 		time.Sleep(poll)
 	}
 	c.t.Fatalf("propose %v: not committed within %v (last error %v):\n%s", e.Op, c.opts.Timeout, err, c.describe())
