@@ -58,7 +58,8 @@ var server struct {
 // deliberately broken one, to see the tests catch it), else one built from
 // this tree. Under `go test -race` it is built with the race detector too
 // (raceServer), so a data race inside the server fails the test that
-// triggered it (see node.checkLog); FENCED_SERVER_RACE=0 turns this off.
+// triggered it (see node.checkLog); FENCED_SERVER_RACE=0 turns this off,
+// and FENCED_SERVER_RACE=1 on under a test binary built without -race.
 func binPath(t testing.TB) string {
 	t.Helper()
 	server.once.Do(func() {
@@ -90,7 +91,16 @@ func binPath(t testing.TB) string {
 // fault tests' runs, which put the whole binary under every fault
 // (Makefile, test).
 func raceServer() bool {
-	return raceEnabled && os.Getenv("FENCED_SERVER_RACE") != "0" && os.Getenv("FENCED_TEST_BIN") == ""
+	if os.Getenv("FENCED_TEST_BIN") != "" {
+		return false
+	}
+	switch os.Getenv("FENCED_SERVER_RACE") {
+	case "0":
+		return false
+	case "1": // a race-built server under a test binary built without -race
+		return true
+	}
+	return raceEnabled
 }
 
 // parallelUnlessRaceServer makes t a parallel test, except with a
