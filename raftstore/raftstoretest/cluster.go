@@ -43,12 +43,17 @@ type Options struct {
 	Timeout time.Duration
 }
 
-// The clusters' Raft timing, as hashicorp/raft's own in-memory tests use:
-// elections take tens of milliseconds instead of seconds. Options.Config
-// may slow a cluster down again.
+// The clusters' Raft timing: elections take a few hundred milliseconds
+// instead of seconds. hashicorp/raft's own in-memory tests use 50 ms, but
+// its 25 ms leader lease then lapsed whenever make test's other processes
+// starved a leader that long on two cores, and leaderships moved in the
+// middle of tests that need them to stay (CI 14:35
+// TestClusterPartitionedLeader, CI 15:02 TestClusterFailoverKeepsAcknowledged,
+// terms 4 and more before any fault). Options.Config may slow a cluster
+// down again.
 const (
-	HeartbeatTimeout = 50 * time.Millisecond
-	ElectionTimeout  = 50 * time.Millisecond
+	HeartbeatTimeout = 200 * time.Millisecond
+	ElectionTimeout  = 200 * time.Millisecond
 )
 
 // poll is how often waits look again: a few times per heartbeat.
