@@ -26,35 +26,14 @@ func TestVersionGatesWholeKeyCommands(t *testing.T) {
 	a := newApplier(t)
 	a.expect(Entry{Op: OpNodeJoin, Node: "n1", RaftAddr: "r:1", Addr: "a:1", Version: MaxVersion}, Result{Int: 1}, "set n/n1")
 	a.apply(Entry{Op: OpExec, Args: []string{"SET", "k", "v"}})
-	unknown := unknownCommand
-	const pcall = "return redis.pcall(unpack(ARGV))"
-	nope := a.apply(Entry{Op: OpExec, Args: []string{"EVAL", pcall, "0", "NOPE"}}).Reply
-	if !nope.IsError() {
-		t.Fatalf("a script calling NOPE: %+v", nope)
-	}
-	for _, v := range []int64{1, 2} {
-		if v == 2 {
-			a.expect(Entry{Op: OpSetVersion, Version: 2}, Result{Int: 2}, "set m/version")
-		}
-		before := a.s.Hash()
-		for _, args := range versionThreeCalls {
-			if got := a.apply(Entry{Op: OpExec, Args: args}).Reply; !reflect.DeepEqual(got, unknown(args)) {
-				t.Errorf("%q at version %d = %+v, want %+v", args, v, got, unknown(args))
-			}
-			in := append([]string{"EVAL", pcall, "0"}, args...)
-			if got := a.apply(Entry{Op: OpExec, Args: in}).Reply; !reflect.DeepEqual(got, nope) {
-				t.Errorf("%q in a script at version %d = %+v, want %+v", args, v, got, nope)
-			}
-		}
-		if a.s.Hash() != before {
-			t.Fatalf("refused commands changed the state at version %d", v)
-		}
+	const pcall = pcallARGV
+	expectUnknownBelow3(t, a, versionThreeCalls, func(v int64) {
 		for args, want := range map[string]reply.Value{"TOUCH k nokey": reply.Int(1), "OBJECT ENCODING k": reply.BulkString("embstr"), "RANDOMKEY": reply.BulkString("k")} {
 			if got := a.s.Exec(strings.Fields(args), 1000); !reflect.DeepEqual(got, want) {
 				t.Errorf("Exec(%s) at version %d = %+v, want %+v", args, v, got, want)
 			}
 		}
-	}
+	})
 	a.expect(Entry{Op: OpSetVersion, Version: 3}, Result{Int: 3}, "set m/version")
 	// Past the gate: the writes run (k is k2 after the first), the reads
 	// are refused as every read is in an entry of its own.

@@ -88,15 +88,24 @@ func TestTrackingCapLowered(t *testing.T) {
 	}
 }
 
+// redirectedTracker starts a server with three RESP3 connections: a
+// tracks k with its invalidations redirected to target (whose id is id),
+// and w is free to write.
+func redirectedTracker(t *testing.T) (s *Server, target, a, w *rawConn, id string) {
+	t.Helper()
+	s = startServer(t)
+	target, a, w = dialTrack(t, s, 3), dialTrack(t, s, 3), dialTrack(t, s, 3)
+	id = target.id()
+	a.ok("CLIENT", "TRACKING", "ON", "REDIRECT", id)
+	a.do("GET", "k")
+	return s, target, a, w, id
+}
+
 // TestTrackingRedirectQuit: a redirect target that sent QUIT has gone as
 // soon as it is answered, even while its client keeps the socket open:
 // the next invalidation is a tracking-redir-broken push at once.
 func TestTrackingRedirectQuit(t *testing.T) {
-	s := startServer(t)
-	target, a, w := dialTrack(t, s, 3), dialTrack(t, s, 3), dialTrack(t, s, 3)
-	id := target.id()
-	a.ok("CLIENT", "TRACKING", "ON", "REDIRECT", id)
-	a.do("GET", "k")
+	s, target, a, w, id := redirectedTracker(t)
 	target.ok("QUIT") // the socket stays open on this side
 	// At once: the client may read QUIT's +OK a moment before the server
 	// ends the connection's context (CI 12:27 and TestDiffClientReply
@@ -130,11 +139,7 @@ func TestTrackingRedirectQuit(t *testing.T) {
 // invalidation must still be a tracking-redir-broken push, not one sent
 // to the closing target.
 func TestTrackingRedirectClosingTarget(t *testing.T) {
-	s := startServer(t)
-	target, a, w := dialTrack(t, s, 3), dialTrack(t, s, 3), dialTrack(t, s, 3)
-	id := target.id()
-	a.ok("CLIENT", "TRACKING", "ON", "REDIRECT", id)
-	a.do("GET", "k")
+	s, _, a, w, id := redirectedTracker(t)
 	var tc *resp.Conn
 	for _, c := range s.rs.Conns() {
 		if strconv.FormatInt(c.ID(), 10) == id {
