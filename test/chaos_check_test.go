@@ -24,7 +24,13 @@ import (
 // held lock may become free at any step where its holder may be expired,
 // and a NOSESSION answer is legal only then, so the model also checks that
 // no session whose renewals were acknowledged expired early. Cluster time
-// never runs ahead of real time, which makes these bounds sound.
+// never runs ahead of real time, which makes these bounds sound. An
+// operation may take effect no later than its return, so its step may end
+// the holder if the holder may be over by then; an operation whose outcome is
+// unknown has no return (a queued FLOCK may be granted long after its client
+// gave up, when the holder's session ends), so its step may end the holder
+// only on the word of the next answered operation, which took effect later
+// (expiringStep).
 
 // lockIn is an operation's input; Return is its return time, for the
 // session bounds.
@@ -51,6 +57,48 @@ type lockState struct {
 	Count  int64
 	Token  int64
 	Max    int64
+	// Lapsed is a holder an unknown operation's step found ended: the next
+	// operation with a return must be one by whose return it may be over.
+	Lapsed string
+}
+
+// expiringStep is the step of a lock model whose holder may end on its own:
+// apply gives the states one operation leads to from one state, and
+// mayExpire says whether a holder may be over by a time. Each operation may
+// start from the state as it is, or with the holder ended if that may have
+// happened by the latest time the operation took effect: its return, or,
+// when the outcome is unknown (Return math.MaxInt64), the return of the
+// next operation with one, which Lapsed carries there.
+func expiringStep(mayExpire func(holder string, t int64) bool, apply func(c lockState, in lockIn, out lockOut) []lockState) func(st, in0, out0 any) []any {
+	return func(st, in0, out0 any) []any {
+		s, in, out := st.(lockState), in0.(lockIn), out0.(lockOut)
+		lapsed := s.Lapsed
+		if lapsed != "" && in.Return != math.MaxInt64 {
+			if !mayExpire(lapsed, in.Return) {
+				return nil
+			}
+			lapsed = ""
+		}
+		s.Lapsed = ""
+		var next []any
+		for _, c := range apply(s, in, out) {
+			c.Lapsed = lapsed
+			next = append(next, c)
+		}
+		if s.Holder != "" && mayExpire(s.Holder, in.Return) {
+			ended := lapsed
+			if in.Return == math.MaxInt64 && ended == "" {
+				// Carrying one of two lapsed holders only loosens the
+				// check, never rejects a history that is linearizable.
+				ended = s.Holder
+			}
+			for _, c := range apply(lockState{Max: s.Max}, in, out) {
+				c.Lapsed = ended
+				next = append(next, c)
+			}
+		}
+		return next
+	}
 }
 
 // sessionBounds answers whether a session may be expired at a time.
@@ -107,111 +155,105 @@ func (b *sessionBounds) mayExpire(s string, t int64) bool {
 
 func lockModel(b *sessionBounds) porcupine.Model {
 	free := func(s lockState) lockState { return lockState{Max: s.Max} }
-	step := func(st, in0, out0 any) []any {
-		s, in, out := st.(lockState), in0.(lockIn), out0.(lockOut)
-		cands := []lockState{s}
-		if s.Holder != "" && b.mayExpire(s.Holder, in.Return) {
-			cands = append(cands, free(s))
-		}
-		var next []any
+	apply := func(c lockState, in lockIn, out lockOut) []lockState {
+		var next []lockState
 		add := func(x lockState) { next = append(next, x) }
-		for _, c := range cands {
-			held := c.Holder == in.Session
-			switch in.Kind {
-			case "kill":
+		held := c.Holder == in.Session
+		switch in.Kind {
+		case "kill":
+			add(c)
+			if held {
+				add(free(c))
+			}
+		case "acquire":
+			if in.Unknown {
 				add(c)
-				if held {
-					add(free(c))
-				}
-			case "acquire":
-				if in.Unknown {
-					add(c)
-					switch {
-					case c.Holder == "":
-						add(lockState{Holder: in.Session, Count: 1, Token: -1, Max: c.Max})
-					case held && (in.Limit == 0 || c.Count < in.Limit):
-						c.Count++
-						add(c)
-					}
-					continue
-				}
 				switch {
-				case out.Err == "NOSESSION":
-					if b.mayExpire(in.Session, in.Return) {
-						if held {
-							c = free(c)
-						}
-						add(c)
-					}
-				case out.Err == "LIMIT":
-					if held && in.Limit > 0 && c.Count >= in.Limit {
-						add(c)
-					}
-				case out.Err != "":
-					add(c) // refused before acting (too many locks or waiters)
-				case out.Null:
-					if c.Holder != "" && !held {
-						add(c)
-					}
-				case c.Holder == "" && out.Token > c.Max:
-					add(lockState{Holder: in.Session, Count: 1, Token: out.Token, Max: out.Token})
-				case held && (c.Token == out.Token || c.Token == -1 && out.Token > c.Max) && (in.Limit == 0 || c.Count < in.Limit):
-					add(lockState{Holder: c.Holder, Count: c.Count + 1, Token: out.Token, Max: max(c.Max, out.Token)})
-				}
-			case "release":
-				match := held && (c.Token == in.Token || c.Token == -1)
-				if in.Unknown {
+				case c.Holder == "":
+					add(lockState{Holder: in.Session, Count: 1, Token: -1, Max: c.Max})
+				case held && (in.Limit == 0 || c.Count < in.Limit):
+					c.Count++
 					add(c)
-					if match {
-						if c.Count--; c.Count == 0 {
-							c = free(c)
-						}
-						add(c)
-					}
-					continue
 				}
-				switch {
-				case out.Err == "NOTOWNER":
-					if !held {
-						add(c)
-					}
-				case out.Err == "STALEFENCE":
-					if held && c.Token != -1 && c.Token != in.Token {
-						add(c)
-					}
-				case out.Err == "NOSESSION":
-					if b.mayExpire(in.Session, in.Return) {
-						if held {
-							c = free(c)
-						}
-						add(c)
-					}
-				case out.Err != "":
-				case match && c.Count-1 == out.Count:
-					c.Count = out.Count
-					if c.Count == 0 {
+				return next
+			}
+			switch {
+			case out.Err == "NOSESSION":
+				if b.mayExpire(in.Session, in.Return) {
+					if held {
 						c = free(c)
-					} else if c.Token == -1 {
-						c.Token = in.Token
 					}
 					add(c)
 				}
-			case "fence":
-				switch {
-				case out.Null:
-					if c.Holder == "" {
-						add(c)
-					}
-				case c.Holder != "" && c.Token == out.Token:
-					add(c)
-				case c.Holder != "" && c.Token == -1 && out.Token > c.Max:
-					c.Token, c.Max = out.Token, out.Token
+			case out.Err == "LIMIT":
+				if held && in.Limit > 0 && c.Count >= in.Limit {
 					add(c)
 				}
+			case out.Err != "":
+				add(c) // refused before acting (too many locks or waiters)
+			case out.Null:
+				if c.Holder != "" && !held {
+					add(c)
+				}
+			case c.Holder == "" && out.Token > c.Max:
+				add(lockState{Holder: in.Session, Count: 1, Token: out.Token, Max: out.Token})
+			case held && (c.Token == out.Token || c.Token == -1 && out.Token > c.Max) && (in.Limit == 0 || c.Count < in.Limit):
+				add(lockState{Holder: c.Holder, Count: c.Count + 1, Token: out.Token, Max: max(c.Max, out.Token)})
+			}
+		case "release":
+			match := held && (c.Token == in.Token || c.Token == -1)
+			if in.Unknown {
+				add(c)
+				if match {
+					if c.Count--; c.Count == 0 {
+						c = free(c)
+					}
+					add(c)
+				}
+				return next
+			}
+			switch {
+			case out.Err == "NOTOWNER":
+				if !held {
+					add(c)
+				}
+			case out.Err == "STALEFENCE":
+				if held && c.Token != -1 && c.Token != in.Token {
+					add(c)
+				}
+			case out.Err == "NOSESSION":
+				if b.mayExpire(in.Session, in.Return) {
+					if held {
+						c = free(c)
+					}
+					add(c)
+				}
+			case out.Err != "":
+			case match && c.Count-1 == out.Count:
+				c.Count = out.Count
+				if c.Count == 0 {
+					c = free(c)
+				} else if c.Token == -1 {
+					c.Token = in.Token
+				}
+				add(c)
+			}
+		case "fence":
+			switch {
+			case out.Null:
+				if c.Holder == "" {
+					add(c)
+				}
+			case c.Holder != "" && c.Token == out.Token:
+				add(c)
+			case c.Holder != "" && c.Token == -1 && out.Token > c.Max:
+				c.Token, c.Max = out.Token, out.Token
+				add(c)
 			}
 		}
 		return next
 	}
+	step := expiringStep(b.mayExpire, apply)
 	return (&porcupine.NondeterministicModel{
 		Init: func() []any { return []any{lockState{}} },
 		Step: step,
@@ -235,10 +277,14 @@ func lockModel(b *sessionBounds) porcupine.Model {
 		},
 		DescribeState: func(st any) string {
 			s := st.(lockState)
+			d := fmt.Sprintf("%.6s x%d token %d", s.Holder, s.Count, s.Token)
 			if s.Holder == "" {
-				return fmt.Sprintf("free (max %d)", s.Max)
+				d = fmt.Sprintf("free (max %d)", s.Max)
 			}
-			return fmt.Sprintf("%.6s x%d token %d", s.Holder, s.Count, s.Token)
+			if s.Lapsed != "" {
+				d += fmt.Sprintf(" (%.6s ended)", s.Lapsed)
+			}
+			return d
 		},
 	}).ToModel()
 }
@@ -259,7 +305,7 @@ func lockOperations(ops []histOp, limit int64) map[string][]porcupine.Operation 
 		out := lockOut{Null: op.Null, Err: op.Err, Token: op.Token, Count: op.Count}
 		ret := op.Return
 		if in.Unknown {
-			ret = math.MaxInt64
+			in.Return, ret = math.MaxInt64, math.MaxInt64
 		}
 		po := porcupine.Operation{ClientId: op.Client, Input: in, Output: out, Call: op.Call, Return: ret}
 		switch op.Kind {

@@ -102,70 +102,65 @@ func (b keyBounds) mayExpire(val string, t int64) bool {
 // the key's creation index only to its holder, and that index exceeds every
 // earlier one; the release script deletes only its own value; FENCE reads
 // the holder's token or null. A held key may become free at any step once
-// its holder's PX has passed since the SET was sent, never before.
+// its holder's PX has passed since the SET was sent, never before (by the
+// step's return, or the next answered one's for an unknown step:
+// expiringStep).
 func keyLockModel(b keyBounds) porcupine.Model {
-	step := func(st, in0, out0 any) []any {
-		s, in, out := st.(lockState), in0.(lockIn), out0.(lockOut)
-		cands := []lockState{s}
-		if s.Holder != "" && b.mayExpire(s.Holder, in.Return) {
-			cands = append(cands, lockState{Max: s.Max})
-		}
-		var next []any
-		for _, c := range cands {
-			held := c.Holder != "" && c.Holder == in.Session
-			switch in.Kind {
-			case "set":
-				switch {
-				case in.Unknown:
-					next = append(next, c)
-					if c.Holder == "" {
-						next = append(next, lockState{Holder: in.Session, Token: -1, Max: c.Max})
-					}
-				case out.Err != "":
-					next = append(next, c)
-				case out.Null:
-					if c.Holder != "" {
-						next = append(next, c)
-					}
-				case c.Holder == "":
+	apply := func(c lockState, in lockIn, out lockOut) []lockState {
+		var next []lockState
+		held := c.Holder != "" && c.Holder == in.Session
+		switch in.Kind {
+		case "set":
+			switch {
+			case in.Unknown:
+				next = append(next, c)
+				if c.Holder == "" {
 					next = append(next, lockState{Holder: in.Session, Token: -1, Max: c.Max})
 				}
-			case "token", "fence":
-				switch {
-				case out.Err != "":
-					next = append(next, c)
-				case out.Null:
-					if in.Kind == "token" && !held || in.Kind == "fence" && c.Holder == "" {
-						next = append(next, c)
-					}
-				case (held || in.Kind == "fence" && c.Holder != "") && c.Token == out.Token:
-					next = append(next, c)
-				case (held || in.Kind == "fence" && c.Holder != "") && c.Token == -1 && out.Token > c.Max:
-					c.Token, c.Max = out.Token, out.Token
+			case out.Err != "":
+				next = append(next, c)
+			case out.Null:
+				if c.Holder != "" {
 					next = append(next, c)
 				}
-			case "unset":
-				freed := lockState{Max: c.Max}
-				switch {
-				case in.Unknown:
+			case c.Holder == "":
+				next = append(next, lockState{Holder: in.Session, Token: -1, Max: c.Max})
+			}
+		case "token", "fence":
+			switch {
+			case out.Err != "":
+				next = append(next, c)
+			case out.Null:
+				if in.Kind == "token" && !held || in.Kind == "fence" && c.Holder == "" {
 					next = append(next, c)
-					if held {
-						next = append(next, freed)
-					}
-				case out.Err != "":
-					next = append(next, c)
-				case out.Count == 1 && held:
+				}
+			case (held || in.Kind == "fence" && c.Holder != "") && c.Token == out.Token:
+				next = append(next, c)
+			case (held || in.Kind == "fence" && c.Holder != "") && c.Token == -1 && out.Token > c.Max:
+				c.Token, c.Max = out.Token, out.Token
+				next = append(next, c)
+			}
+		case "unset":
+			freed := lockState{Max: c.Max}
+			switch {
+			case in.Unknown:
+				next = append(next, c)
+				if held {
 					next = append(next, freed)
-				case out.Count == 0 && !held:
-					next = append(next, c)
 				}
+			case out.Err != "":
+				next = append(next, c)
+			case out.Count == 1 && held:
+				next = append(next, freed)
+			case out.Count == 0 && !held:
+				next = append(next, c)
 			}
 		}
 		return next
 	}
 	return (&porcupine.NondeterministicModel{
 		Init: func() []any { return []any{lockState{}} },
-		Step: step,
+		Step: expiringStep(b.mayExpire, apply),
 		DescribeOperation: func(in0, out0 any) string {
 			in, out := in0.(lockIn), out0.(lockOut)
 			s := fmt.Sprintf("%s(%s)", in.Kind, in.Session)

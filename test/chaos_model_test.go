@@ -39,7 +39,13 @@ func TestLockModel(t *testing.T) {
 	hb := func(s string, call int64) histOp {
 		return histOp{Kind: "heartbeat", Session: s, Outcome: outOK, Call: ms(call), Return: ms(call + 1)}
 	}
-	base := []histOp{opened("a", 0), opened("b", 0)}
+	unknownAcq := func(client int, s string, call, ret int64) histOp {
+		return histOp{Client: client, Kind: "acquire", Lock: "l", Session: s, Outcome: outUnknown, Call: ms(call), Return: ms(ret)}
+	}
+	fenceRead := func(client int, call, ret, token int64) histOp {
+		return histOp{Client: client, Kind: "fence", Lock: "l", Token: token, Null: token == 0, Outcome: outOK, Call: ms(call), Return: ms(ret)}
+	}
+	base := []histOp{opened("a", 0), opened("b", 0), opened("c", 0)}
 	for _, tc := range []struct {
 		name  string
 		ops   []histOp
@@ -64,6 +70,19 @@ func TestLockModel(t *testing.T) {
 		{"reentrant within LIMIT", []histOp{acq(0, "a", 10, 11, 5), acq(0, "a", 12, 13, 5), rel(0, "a", 14, 15, 5, 1), rel(0, "a", 16, 17, 5, 0)}, 2, true},
 		{"release of a double hold leaves one", []histOp{acq(0, "a", 10, 11, 5), rel(0, "a", 14, 15, 5, 1)}, 0, false},
 		{"release by a non-holder accepted", []histOp{acq(0, "a", 10, 11, 5), rel(1, "b", 12, 13, 5, 0)}, 0, false},
+		// A FLOCK that waits is queued in the state machine: its client may
+		// give up (an unknown outcome) before the holder's session ends and
+		// the wait is granted (TestChaos/mutex/0, testdata/chaos-failures/
+		// 2026-11-27-mutex0: the model wanted the holder over by the
+		// unknown FLOCK's return).
+		{"unknown wait granted after its client gave up", []histOp{acq(0, "a", 10, 11, 5), unknownAcq(1, "b", 500, 600),
+			fenceRead(2, 900, 901, 5), fenceRead(2, 1200, 1201, 7)}, 0, true},
+		{"unknown wait granted while the holder renews", []histOp{acq(0, "a", 10, 11, 5), unknownAcq(1, "b", 500, 600),
+			hb("a", 800), fenceRead(2, 1200, 1201, 7)}, 0, false},
+		{"unknown wait granted once the renewals stop", []histOp{acq(0, "a", 10, 11, 5), unknownAcq(1, "b", 500, 600),
+			hb("a", 800), fenceRead(2, 1900, 1901, 7)}, 0, true},
+		{"unknown waits: a second one seen before the first holder ended", []histOp{acq(0, "a", 10, 11, 5), unknownAcq(1, "b", 500, 600),
+			unknownAcq(3, "c", 500, 600), hb("a", 800), fenceRead(2, 1200, 1201, 7)}, 0, false},
 	} {
 		if got := linearizable(append(append([]histOp(nil), base...), tc.ops...), tc.limit); got != tc.ok {
 			t.Errorf("%s: linearizable = %v, want %v", tc.name, got, tc.ok)
@@ -135,6 +154,14 @@ func TestKeyLockModel(t *testing.T) {
 			set(1, "b", 20, 21, true)}, true},
 		{"stale fence read", []histOp{set(0, "a", 10, 11, false), tok(0, "a", 12, 13, 5), unset(0, "a", 14, 15, 1),
 			set(1, "b", 16, 17, false), tok(1, "b", 18, 19, 8), fence(2, 20, 21, 5)}, false},
+		// An unknown SET may land any time after its call, but not before the
+		// key it replaced expired: the next answered read bounds it.
+		{"unknown set lands after the PX", []histOp{set(0, "a", 10, 11, false), tok(0, "a", 12, 13, 5),
+			{Client: 1, Kind: "set", Lock: "k", Session: "b", TTL: 1000, Outcome: outUnknown, Call: ms(500), Return: ms(600)},
+			fence(2, 1100, 1101, 9)}, true},
+		{"unknown set lands before the PX", []histOp{set(0, "a", 10, 11, false), tok(0, "a", 12, 13, 5),
+			{Client: 1, Kind: "set", Lock: "k", Session: "b", TTL: 1000, Outcome: outUnknown, Call: ms(500), Return: ms(600)},
+			fence(2, 700, 701, 9)}, false},
 	} {
 		ok := true
 		model := keyLockModel(newKeyBounds(tc.ops))

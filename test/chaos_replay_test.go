@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,16 +38,67 @@ func TestReplayHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	replayLocks(t, ops, limit)
+	t.Logf("tokens: %v", checkTokens(ops))
+}
+
+// replayLocks checks each lock's history and returns the locks that are not
+// linearizable, sorted.
+func replayLocks(t *testing.T, ops []histOp, limit int64) []string {
 	model := lockModel(newSessionBounds(ops))
+	var illegal []string
 	for lock, pops := range lockOperations(ops, limit) {
 		start := time.Now()
 		res, info := porcupine.CheckOperationsVerbose(model, pops, 10*time.Minute)
 		t.Logf("lock %s: %d ops: %v in %v", lock, len(pops), res, time.Since(start))
 		if res == porcupine.Illegal {
 			explainIllegal(t, model, info)
+			illegal = append(illegal, lock)
 		}
 	}
-	t.Logf("tokens: %v", checkTokens(ops))
+	sort.Strings(illegal)
+	return illegal
+}
+
+// TestChaosFailures replays every fault-test history kept in
+// testdata/chaos-failures and checks the verdict its verdict.txt states
+// ("linearizable", or "illegal" and the locks that are not): the histories
+// of checker bugs must stay linearizable, those of server bugs illegal.
+func TestChaosFailures(t *testing.T) {
+	t.Parallel()
+	dirs, err := filepath.Glob("testdata/chaos-failures/*/verdict.txt")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no verdicts in testdata/chaos-failures: %v", err)
+	}
+	for _, vpath := range dirs {
+		dir := filepath.Dir(vpath)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			v, err := os.ReadFile(vpath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := strings.Fields(string(v))
+			hist, err := filepath.Glob(filepath.Join(dir, "*-history.txt"))
+			if err != nil || len(hist) != 1 {
+				t.Fatalf("want one history in %s, have %v", dir, hist)
+			}
+			data, err := os.ReadFile(hist[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			ops, err := parseHistory(string(data), 1500)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := append([]string{"linearizable"}, replayLocks(t, ops, 0)...)
+			if len(got) > 1 {
+				got[0] = "illegal"
+			}
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("verdict %q, want %q", got, want)
+			}
+		})
+	}
 }
 
 // parseHistory reads writeHistory's format back; opens get ttl (ms).
