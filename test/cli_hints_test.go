@@ -3,6 +3,7 @@ package test
 import (
 	"io"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -29,8 +30,13 @@ func (p *ptyCLI) reply(line, prompt string) string {
 	p.t.Helper()
 	p.send(line)
 	p.expect("\n")
-	return p.upTo(prompt)
+	return cliElapsed.ReplaceAllString(p.upTo(prompt), "")
 }
+
+// cliElapsed is the line redis-cli adds after a command that took half a
+// second or more (repl in redis-cli.c: "(%.2fs)"), as HELP can on a loaded
+// machine: it measures the machine, not the server, so it is dropped.
+var cliElapsed = regexp.MustCompile(`\(\d+\.\d\ds\)\r?\n$`)
 
 // upTo waits for want after what was already matched and returns the
 // output before it.
