@@ -267,11 +267,12 @@ func (s *Server) removeConn(c *Conn) {
 	}
 }
 
-// NumConns returns the number of open connections.
 // Accepted is how many connections the server has taken since it started
 // (Redis's total_connections_received): each took the next CLIENT ID.
 func (s *Server) Accepted() int64 { return s.nextID.Load() }
 
+// NumConns returns the number of connections being served, a closed one
+// until its handler has returned (what Shutdown waits for).
 func (s *Server) NumConns() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -341,12 +342,17 @@ func (s *Server) closeIdleConns() {
 	}
 }
 
-// Conns returns the open connections, by id (CLIENT LIST).
+// Conns returns the open connections, by id (CLIENT LIST, CLIENT KILL). One
+// closed by Close is not among them, though its handler may still be
+// running: Redis frees a killed client before it runs another command, so a
+// second CLIENT KILL finds no such client.
 func (s *Server) Conns() []*Conn {
 	s.mu.Lock()
 	out := make([]*Conn, 0, len(s.conns))
 	for c := range s.conns {
-		out = append(out, c)
+		if !c.killed.Load() {
+			out = append(out, c)
+		}
 	}
 	s.mu.Unlock()
 	slices.SortFunc(out, func(a, b *Conn) int { return cmp.Compare(a.id, b.id) })

@@ -763,3 +763,24 @@ func BenchmarkServerPipeline(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(100*b.N), "ns/cmd")
 }
+
+// A connection closed by Close (CLIENT KILL) leaves Conns at once, while its
+// handler still runs and Shutdown still waits for it (NumConns).
+func TestConnsDropsClosed(t *testing.T) {
+	h := newTestHandler()
+	srv := &Server{Handler: h}
+	addr := startServer(t, srv)
+	c := dial(t, addr)
+	c.send("GATE\r\n")
+	<-h.entered
+	conn := waitConn(t, srv)
+	conn.Close()
+	if cs := srv.Conns(); len(cs) != 0 {
+		t.Errorf("Conns lists %d connections after Close, want 0", len(cs))
+	}
+	if n := srv.NumConns(); n != 1 {
+		t.Errorf("NumConns = %d while the closed connection's handler runs, want 1", n)
+	}
+	close(h.gate)
+	waitFor(t, "NumConns 0", func() bool { return srv.NumConns() == 0 })
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"sync"
@@ -310,30 +311,42 @@ func (p *pubsub) deliver(msgs []lockstate.Message) {
 // makes of a message to ch, one per subscriber of the channel and one per
 // subscriber of each pattern that matches it (a connection on both, or on
 // two matching patterns, counts twice, as Redis counts). The patterns are
-// matched on the caller's goroutine, outside the lock, within
-// publishMatchWork.
+// matched on the caller's goroutine, outside the lock.
 func (p *pubsub) receivers(ch string) int64 {
-	type patCount struct {
-		pattern string
-		n       int
-	}
 	p.mu.Lock()
 	n := int64(len(p.chans[ch]))
-	pats := make([]patCount, len(p.order))
+	pats := make([]patternCount, len(p.order))
 	for i, ps := range p.order {
-		pats[i] = patCount{ps.pattern, len(ps.subs)}
+		pats[i] = patternCount{ps.pattern, len(ps.subs)}
 	}
 	p.mu.Unlock()
-	// Quick matches first, so that a few slow patterns cannot use up the
-	// work and leave the rest uncounted; then the slow ones, each up to
-	// subscriberMatchWork (past which its subscribers are disconnected
-	// rather than served: not counted).
+	return n + matchingSubscribers(pats, ch, glob.MatchWithin)
+}
+
+// patternCount is a pattern and how many subscribers it has.
+type patternCount struct {
+	pattern string
+	n       int
+}
+
+// matchingSubscribers sums the subscribers of the patterns that match ch,
+// spending at most publishMatchWork steps of match (glob.MatchWithin's
+// contract) on them all. Quick matches first, so that a few slow patterns
+// cannot use up the work and leave the rest uncounted; then the slow ones,
+// shortest first (a match costs at most the pattern's length times the
+// channel's, so a short one that backtracks is counted before long hostile
+// ones use up the work), each up to subscriberMatchWork (past which its
+// subscribers are disconnected rather than served: not counted); patterns
+// past the work count as not matching.
+func matchingSubscribers(pats []patternCount, ch string, match func(pattern, str string, budget int) (bool, int)) int64 {
+	var n int64
 	work := publishMatchWork
-	var slow []patCount
+	var slow []patternCount
 	for _, quick := range []bool{true, false} {
 		todo := pats
 		if !quick {
 			todo = slow
+			slices.SortStableFunc(todo, func(a, b patternCount) int { return cmp.Compare(len(a.pattern), len(b.pattern)) })
 		}
 		for _, pc := range todo {
 			if work <= 0 {
@@ -343,7 +356,7 @@ func (p *pubsub) receivers(ch string) int64 {
 			if quick {
 				budget = min(work, quickMatchWork)
 			}
-			ok, left := glob.MatchWithin(pc.pattern, ch, budget)
+			ok, left := match(pc.pattern, ch, budget)
 			work -= budget - max(left, 0)
 			switch {
 			case left < 0 && quick:

@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fenced/fenced/internal/glob"
 	"github.com/fenced/fenced/lockstate"
 )
 
@@ -113,4 +115,43 @@ func TestDeliverDefersCostlyMatches(t *testing.T) {
 	if n, err := c.Publish(ctx, long+"b", "m").Result(); err != nil || n != 2 {
 		t.Fatalf("PUBLISH counts %d %v, want 2", n, err)
 	}
+}
+
+// PUBLISH's count spends at most publishMatchWork steps of matching on the
+// node's patterns, however many and however slow, and still counts the
+// quick ones listed after the slow, and a short one that backtracks (*a:
+// 256 K steps): what keeps PUBLISH prompt and its count right against
+// hostile patterns. The hostile ones are costed by the bound glob.Match
+// documents (pattern length × channel length: about a billion steps each
+// here) rather than run, so that the test fails at once if the bound goes.
+func TestPublishCountWithinWork(t *testing.T) {
+	t.Parallel()
+	ch := strings.Repeat("a", 256<<10)
+	var pats []patternCount
+	for i := range 64 {
+		pats = append(pats, patternCount{"*" + strings.Repeat("a", 4090) + fmt.Sprintf("%03d", i) + "b", 1})
+	}
+	pats = append(pats, patternCount{"a*", 2}, patternCount{"*b", 3}, patternCount{"*a", 5})
+	spent, calls := 0, 0
+	match := func(pattern, str string, budget int) (bool, int) {
+		calls++
+		if budget <= 0 {
+			t.Errorf("call %d: matched with a budget of %d", calls, budget)
+		}
+		if len(pattern) > 16 { // hostile: never matches an all-'a' channel
+			cost := len(pattern) * len(str)
+			spent += min(cost, budget)
+			return false, budget - cost
+		}
+		ok, left := glob.MatchWithin(pattern, str, budget)
+		spent += budget - max(left, 0)
+		return ok, left
+	}
+	if n := matchingSubscribers(pats, ch, match); n != 7 {
+		t.Errorf("counted %d subscribers, want 7 (a* and *a; *a was left uncounted behind the hostile ones before they were sorted)", n)
+	}
+	if spent > publishMatchWork {
+		t.Errorf("spent %d steps, more than publishMatchWork (%d)", spent, publishMatchWork)
+	}
+	t.Logf("64 hostile patterns (%d steps each unbounded) and 3 quick ones: %d calls, %d steps", (4096)*len(ch), calls, spent)
 }

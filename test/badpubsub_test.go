@@ -15,7 +15,7 @@ import (
 // make matching slow (each 4 KiB against 256 KiB channels: billions of
 // steps) never hold up the node: other clients' writes are answered at
 // once, the costly subscriber is disconnected, a cheap pattern subscriber
-// of the same messages hears them all, and PUBLISH answers promptly.
+// of the same messages hears them all, and PUBLISH answers.
 // Malformed flag strings are refused with Redis's text and change nothing.
 func TestBadPatternInput(t *testing.T) {
 	t.Parallel()
@@ -98,27 +98,19 @@ func TestBadPatternInput(t *testing.T) {
 	cheap.read()
 	long := strings.Repeat("a", 256<<10)
 	pub := n.soloClient(t)
+	// How promptly is not timed here (a test asserts no speed): what
+	// PUBLISH's count may spend is counted in steps by server's
+	// TestPublishCountWithinWork, and the apply loop's by
+	// TestDeliverDefersCostlyMatches; unbounded matching (64 G steps, minutes)
+	// would run past tctx's minute.
 	start := time.Now()
 	for i := range 4 {
-		t0 := time.Now()
 		got, err := pub.Publish(ctx, long, strconv.Itoa(i)).Result()
 		if err != nil || got != 1 {
 			t.Fatalf("PUBLISH %d = %d %v, want 1 (the cheap subscriber)", i, got, err)
 		}
-		// Bounds that fail unbounded matching (64 G steps: a minute and
-		// more) and pass bounded matching on a busy machine: the first
-		// PUBLISH, which pays the slow patterns' bounded matching before
-		// their subscriber is dropped, took 5.7 s beside the rest of make
-		// test on two saturated cores (CI 14:52, against a 3 s bound).
-		if d := time.Since(t0); d > 15*time.Second {
-			t.Errorf("PUBLISH %d took %v", i, d)
-		}
-		t0 = time.Now()
 		if err := c.Set(ctx, "k", i, 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if d := time.Since(t0); d > 5*time.Second {
-			t.Errorf("a SET beside the slow patterns took %v", d)
+			t.Fatalf("a SET beside the slow patterns: %v", err)
 		}
 	}
 	t.Logf("4 PUBLISHes of 256 KiB channels against 64 slow patterns and SETs beside them: %v", time.Since(start))
