@@ -52,7 +52,9 @@ const (
 	Ahead
 	// Keyspace commands are executed by the state machine from their
 	// arguments alone (a read by State.Exec, a write as one OpExec entry),
-	// so the server needs no handler of its own for them.
+	// so the server needs no handler of its own for them (some have one:
+	// KEYS and SCAN read in steps, the read-only scripts are served at the
+	// read path), and they are what a transaction's entry runs.
 	Keyspace
 	// Leader commands run on the leader as a whole: a follower forwards
 	// the command, because its outcome depends on the leader's own view
@@ -241,15 +243,16 @@ func New() *Table {
 		{"script", -2, Write | Ahead | Keyspace},
 		// Read-only scripts: served as reads (State.EvalRO), except an
 		// EVAL_RO whose script is not cached yet, which goes through the
-		// log to cache it.
-		{"eval_ro", -3, Read},
-		{"evalsha_ro", -3, Read},
+		// log to cache it; Keyspace, as the state machine runs them from
+		// their arguments inside a transaction's entry.
+		{"eval_ro", -3, Read | Keyspace},
+		{"evalsha_ro", -3, Read | Keyspace},
 		// Functions: FUNCTION's writes (LOAD, DELETE, FLUSH, RESTORE) go
 		// through the log, its reads (LIST, DUMP, STATS) and FCALL_RO are
 		// served as reads (server/functions.go).
 		{"function", -2, Write | Keyspace},
 		{"fcall", -3, Write | Ahead | Keyspace},
-		{"fcall_ro", -3, Read},
+		{"fcall_ro", -3, Read | Keyspace},
 		{"publish", 3, Write | Keyspace},
 		{"subscribe", -2, Conn},
 		{"unsubscribe", -1, Conn},

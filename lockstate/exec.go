@@ -170,6 +170,9 @@ func writeHandler(name string) handler {
 		return cmdFunction
 	case "fcall":
 		return cmdFcall
+	case "fcall_ro":
+		// Inside a transaction's entry only: alone it is a read (FcallRO).
+		return cmdFcallRO
 	case "publish":
 		return cmdPublish
 	case "rename", "renamenx":

@@ -404,6 +404,10 @@ func cmdFcall(s *State, a [][]byte, now int64) reply.Value {
 	return s.fcall(a, false, s.user, s.unix, now)
 }
 
+func cmdFcallRO(s *State, a [][]byte, now int64) reply.Value {
+	return s.fcall(a, true, s.user, s.unix, now)
+}
+
 // fcall is FCALL (ro false) and FCALL_RO, at the entry being applied or,
 // read only, at the applied state: Redis's checks in its order (the
 // function, numkeys, then the flags against the command and the state's

@@ -12,17 +12,19 @@ import (
 // among the Write ones, so that the server's two generic handlers serve
 // them all and nothing else.
 //
-// EVAL_RO and EVALSHA_RO are the exception: Read commands, served on the
-// read path (State.EvalRO), which the log also applies, with a write
-// handler, when an uncached EVAL_RO must cache its script.
+// The read-only scripts (EVAL_RO, EVALSHA_RO, FCALL_RO) are the
+// exception: Read commands with handlers of their own in the server, served
+// on the read path (State.EvalRO, State.FcallRO), which the log also applies
+// with a write handler inside a transaction's entry, and when an uncached
+// EVAL_RO must cache its script.
 func TestKeyspaceFlag(t *testing.T) {
 	s := New(Config{})
-	loggedReads := map[string]bool{"eval_ro": true, "evalsha_ro": true}
+	loggedReads := map[string]bool{"eval_ro": true, "evalsha_ro": true, "fcall_ro": true}
 	for _, spec := range commands.New().All() {
 		r, w := readHandler(spec.Name) != nil, writeHandler(spec.Name) != nil
 		if loggedReads[spec.Name] {
-			if r || !w || !spec.Has(commands.Read) || spec.Has(commands.Keyspace) {
-				t.Errorf("%s: read handler %v, write handler %v, table flags %b; want a Read command with a write handler only", spec.Name, r, w, spec.Flags)
+			if r || !w || !spec.Has(commands.Read) || !spec.Has(commands.Keyspace) {
+				t.Errorf("%s: read handler %v, write handler %v, table flags %b; want a Read Keyspace command with a write handler only", spec.Name, r, w, spec.Flags)
 			}
 			continue
 		}

@@ -1,6 +1,8 @@
 package test
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"testing"
@@ -24,6 +26,11 @@ type dmStep struct {
 type dmCase struct {
 	name  string
 	steps []dmStep
+}
+
+func sha1Hex(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 func dmA(args ...string) dmStep { return dmStep{args: args} }
@@ -51,6 +58,10 @@ func dmCases() []dmCase {
 		{"empty transaction watching", []dmStep{dmA("WATCH", "x"), dmA("MULTI"), dmA("EXEC")}},
 		{"BLPOP in MULTI does not block", []dmStep{dmA("DEL", "nolist"), dmA("MULTI"), dmA("BLPOP", "nolist", "0"), dmA("BLPOP", "nolist", "-1"), dmA("EXEC")}},
 		{"scripts in MULTI", []dmStep{dmA("MULTI"), dmA("EVAL", "return redis.call('SET', KEYS[1], ARGV[1])", "1", "k", "s"), dmA("EVAL", "return redis.call('INCR', KEYS[1])", "1", "k"), dmA("EVAL", "return {1,{2,'x'}}", "0"), dmA("EXEC")}},
+		{"read-only scripts in MULTI", []dmStep{dmA("SET", "k", "5"), dmA("FUNCTION", "LOAD", "REPLACE", roLib("rolib", "rget", roGet)), dmA("MULTI"),
+			dmA("EVAL_RO", roGet, "1", "k"), dmA("EVALSHA_RO", sha1Hex(roGet), "1", "k"), dmA("FCALL_RO", "rget", "1", "k"),
+			dmA("EVAL_RO", roSet, "1", "k"), dmA("FCALL_RO", "nosuch", "0"), dmA("EXEC"), dmA("GET", "k"),
+			dmA("FUNCTION", "DELETE", "rolib")}},
 		{"PUBLISH in MULTI", []dmStep{dmA("MULTI"), dmA("PUBLISH", "nobody", "m"), dmA("EXEC")}},
 		{"SUBSCRIBE in MULTI", []dmStep{dmA("MULTI"), dmA("SUBSCRIBE", "ch"), dmA("EXEC"), dmA("RESET")}},
 		{"QUIT-free RESET discards", []dmStep{dmA("SET", "k", "1"), dmA("MULTI"), dmA("DEL", "k"), dmA("RESET"), dmA("EXEC"), dmA("GET", "k")}},
