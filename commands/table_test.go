@@ -53,7 +53,7 @@ func TestBehaviourFlags(t *testing.T) {
 	}
 
 	keyspaceReads := names(tab, func(s *Spec) bool { return s.Has(Keyspace | Read) })
-	wantReads := []string{"bitcount", "bitpos", "dbsize", "exists", "expiretime", "get", "getbit", "getrange", "hexists", "hget", "hgetall", "hlen", "keys", "lcs", "llen", "lrange", "mget", "object", "pexpiretime", "pttl", "randomkey", "scan", "scard", "sismember", "smembers", "smismember", "sort_ro", "srandmember", "strlen", "touch", "ttl", "type"}
+	wantReads := []string{"bitcount", "bitpos", "dbsize", "eval_ro", "evalsha_ro", "exists", "expiretime", "fcall_ro", "get", "getbit", "getrange", "hexists", "hget", "hgetall", "hlen", "keys", "lcs", "llen", "lrange", "mget", "object", "pexpiretime", "pttl", "randomkey", "scan", "scard", "sismember", "smembers", "smismember", "sort_ro", "srandmember", "strlen", "touch", "ttl", "type"}
 	if !slices.Equal(keyspaceReads, wantReads) {
 		t.Errorf("Keyspace reads\n got %v\nwant %v", keyspaceReads, wantReads)
 	}

@@ -7,6 +7,10 @@ import (
 	"github.com/fenced/fenced/commands"
 )
 
+// loggedReads are the read-only scripts: Read commands that the log also
+// applies, inside a transaction's entry and (EVAL_RO) to cache a script.
+var loggedReads = map[string]bool{"eval_ro": true, "evalsha_ro": true, "fcall_ro": true}
+
 // TestKeyspaceFlag: the table's Keyspace flag names exactly the commands
 // the state machine executes, reads among the Read commands and writes
 // among the Write ones, so that the server's two generic handlers serve
@@ -19,7 +23,6 @@ import (
 // EVAL_RO must cache its script.
 func TestKeyspaceFlag(t *testing.T) {
 	s := New(Config{})
-	loggedReads := map[string]bool{"eval_ro": true, "evalsha_ro": true, "fcall_ro": true}
 	for _, spec := range commands.New().All() {
 		r, w := readHandler(spec.Name) != nil, writeHandler(spec.Name) != nil
 		if loggedReads[spec.Name] {
