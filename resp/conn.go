@@ -93,7 +93,7 @@ func newConn(s *Server, nc net.Conn) *Conn {
 	c.ctx, c.cancel = context.WithCancel(s.baseCtx)
 	c.proto.Store(2)
 	c.touch()
-	c.rd = NewReader(nc, lim)
+	c.rd = NewReader(touchingReader{c}, lim)
 	return c
 }
 

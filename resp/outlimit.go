@@ -113,18 +113,32 @@ func (c *Conn) Release(n int) {
 // touch records activity for the idle timeout.
 func (c *Conn) touch() { c.lastActive.Store(time.Now().UnixNano()) }
 
-// Idle returns how long the connection has neither sent a command nor had
-// one answered (CLIENT LIST's idle).
+// touchingReader is the connection's input as its Reader sees it: every
+// read that brings bytes is activity, as Redis sets a client's
+// lastinteraction on every read, so a command the reader has only begun to
+// take is not idleness.
+type touchingReader struct{ c *Conn }
+
+func (r touchingReader) Read(p []byte) (int, error) {
+	n, err := r.c.nc.Read(p)
+	if n > 0 {
+		r.c.touch()
+	}
+	return n, err
+}
+
+// Idle returns how long the connection has neither sent bytes nor had a
+// command answered (CLIENT LIST's idle).
 func (c *Conn) Idle() time.Duration {
 	return time.Duration(time.Now().UnixNano() - c.lastActive.Load())
 }
 
 // closeIfIdleFor closes the connection if it has been idle for d: no
-// command read or answered for that long, none queued or executing (a
-// client blocked in a wait is not idle), and not a subscriber, as Redis's
-// timeout.
+// bytes read and no command answered for that long, none queued or
+// executing (a client blocked in a wait is not idle), no input waiting in
+// the socket, and not a subscriber, as Redis's timeout.
 func (c *Conn) closeIfIdleFor(d time.Duration) {
-	if c.pubsub.Load() || c.Idle() < d {
+	if c.pubsub.Load() || c.Idle() < d || inputPending(c.nc) {
 		return
 	}
 	if c.closeIfIdle() {
