@@ -137,11 +137,14 @@ func cmdHdel(s *State, a [][]byte, now int64) reply.Value {
 		if v, ok := k.hash[string(f)]; ok {
 			k.size -= elemSize(string(f)) + elemSize(v)
 			delete(k.hash, string(f))
-			k.fields = slices.DeleteFunc(k.fields, func(x string) bool { return x == string(f) })
 			n++
 		}
 	}
 	if n > 0 {
+		// One pass over the field order for all the fields taken, not one
+		// each: an HDEL of m fields from n costs O(n + m), not O(n·m)
+		// (BenchmarkHdelMany).
+		k.fields = slices.DeleteFunc(k.fields, func(x string) bool { _, ok := k.hash[x]; return !ok })
 		s.shrunk(k, notifyHash, "hdel")
 	}
 	return reply.Int(n)
