@@ -99,7 +99,7 @@ func (s *Server) infoSection(sec string) [][2]string {
 		// blocked_clients: waiting FLOCKs and BLPOPs, as Redis counts
 		// clients blocked in BLPOP and the like.
 		tracking, _, _, _ := s.tracking.counts()
-		return [][2]string{{"connected_clients", strconv.Itoa(s.rs.NumConns())}, {"blocked_clients", strconv.Itoa(s.waits.blocked() + s.lists.blocked())},
+		return [][2]string{{"connected_clients", strconv.Itoa(len(s.rs.Conns()))}, {"blocked_clients", strconv.Itoa(s.waits.blocked() + s.lists.blocked())},
 			{"tracking_clients", strconv.Itoa(tracking)}, {"maxclients", strconv.Itoa(s.cfg.MaxConns)}}
 	case "memory":
 		// used_memory is the state's size as --maxmemory counts it

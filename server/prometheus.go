@@ -156,7 +156,7 @@ func (c serverCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descKeys, float64(names-locks))
 	gauge(descStateBytes, float64(used))
 
-	gauge(descConns, float64(s.rs.NumConns()))
+	gauge(descConns, float64(len(s.rs.Conns())))
 	counter(descConnsTotal, float64(s.rs.Accepted()))
 	gauge(descBlocked, float64(s.waits.blocked()+s.lists.blocked()))
 

@@ -57,9 +57,25 @@ type lockState struct {
 	Count  int64
 	Token  int64
 	Max    int64
-	// Lapsed is a holder an unknown operation's step found ended: the next
-	// operation with a return must be one by whose return it may be over.
+	// Lapsed are the holders unknown operations' steps found ended, each
+	// followed by lapsedSep: the next operation with a return must be one
+	// by whose return every one of them may be over. (A string, so that
+	// the state stays comparable.)
 	Lapsed string
+}
+
+const lapsedSep = "\x00"
+
+// describeLapsed is the suffix DescribeState shows for s.Lapsed.
+func (s lockState) describeLapsed() string {
+	if s.Lapsed == "" {
+		return ""
+	}
+	var short []string
+	for _, h := range strings.Split(strings.TrimSuffix(s.Lapsed, lapsedSep), lapsedSep) {
+		short = append(short, fmt.Sprintf("%.6s", h))
+	}
+	return " (" + strings.Join(short, ", ") + " ended)"
 }
 
 // expiringStep is the step of a lock model whose holder may end on its own:
@@ -68,14 +84,19 @@ type lockState struct {
 // start from the state as it is, or with the holder ended if that may have
 // happened by the latest time the operation took effect: its return, or,
 // when the outcome is unknown (Return math.MaxInt64), the return of the
-// next operation with one, which Lapsed carries there.
+// next operation with one, which Lapsed carries there. (The unknown step
+// took effect before that operation did, so no earlier than its return is
+// too late; mayExpire only grows with time.)
 func expiringStep(mayExpire func(holder string, t int64) bool, apply func(c lockState, in lockIn, out lockOut) []lockState) func(st, in0, out0 any) []any {
 	return func(st, in0, out0 any) []any {
 		s, in, out := st.(lockState), in0.(lockIn), out0.(lockOut)
+		unknown := in.Return == math.MaxInt64
 		lapsed := s.Lapsed
-		if lapsed != "" && in.Return != math.MaxInt64 {
-			if !mayExpire(lapsed, in.Return) {
-				return nil
+		if lapsed != "" && !unknown {
+			for _, h := range strings.Split(strings.TrimSuffix(lapsed, lapsedSep), lapsedSep) {
+				if !mayExpire(h, in.Return) {
+					return nil
+				}
 			}
 			lapsed = ""
 		}
@@ -87,10 +108,8 @@ func expiringStep(mayExpire func(holder string, t int64) bool, apply func(c lock
 		}
 		if s.Holder != "" && mayExpire(s.Holder, in.Return) {
 			ended := lapsed
-			if in.Return == math.MaxInt64 && ended == "" {
-				// Carrying one of two lapsed holders only loosens the
-				// check, never rejects a history that is linearizable.
-				ended = s.Holder
+			if unknown && !strings.Contains(lapsedSep+ended, lapsedSep+s.Holder+lapsedSep) {
+				ended += s.Holder + lapsedSep
 			}
 			for _, c := range apply(lockState{Max: s.Max}, in, out) {
 				c.Lapsed = ended
@@ -281,10 +300,7 @@ func lockModel(b *sessionBounds) porcupine.Model {
 			if s.Holder == "" {
 				d = fmt.Sprintf("free (max %d)", s.Max)
 			}
-			if s.Lapsed != "" {
-				d += fmt.Sprintf(" (%.6s ended)", s.Lapsed)
-			}
-			return d
+			return d + s.describeLapsed()
 		},
 	}).ToModel()
 }

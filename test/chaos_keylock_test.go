@@ -180,18 +180,20 @@ func keyLockModel(b keyBounds) porcupine.Model {
 		},
 		DescribeState: func(st any) string {
 			s := st.(lockState)
+			d := fmt.Sprintf("%s token %d", s.Holder, s.Token)
 			if s.Holder == "" {
-				return fmt.Sprintf("free (max %d)", s.Max)
+				d = fmt.Sprintf("free (max %d)", s.Max)
 			}
-			return fmt.Sprintf("%s token %d", s.Holder, s.Token)
+			return d + s.describeLapsed()
 		},
 	}).ToModel()
 }
 
 // keyOperations turns the history of the SET NX workload into porcupine
 // operations by key. An unknown operation may take effect at any time after
-// its call, so it has no expiry bound; unknown reads change nothing and are
-// left out.
+// its call, so its return is math.MaxInt64 (expiringStep bounds the expiry
+// it relies on by the next answered operation); unknown reads change
+// nothing and are left out.
 func keyOperations(ops []histOp) map[string][]porcupine.Operation {
 	byKey := make(map[string][]porcupine.Operation)
 	for _, op := range ops {

@@ -83,6 +83,10 @@ func TestLockModel(t *testing.T) {
 			hb("a", 800), fenceRead(2, 1900, 1901, 7)}, 0, true},
 		{"unknown waits: a second one seen before the first holder ended", []histOp{acq(0, "a", 10, 11, 5), unknownAcq(1, "b", 500, 600),
 			unknownAcq(3, "c", 500, 600), hb("a", 800), fenceRead(2, 1200, 1201, 7)}, 0, false},
+		// c's wait may have been granted from a's end directly: b, renewing,
+		// need not have held and ended.
+		{"unknown waits: the read explained without the renewing one", []histOp{acq(0, "a", 10, 11, 5), unknownAcq(1, "b", 500, 600),
+			unknownAcq(3, "c", 500, 600), hb("b", 1100), fenceRead(2, 1200, 1201, 7)}, 0, true},
 	} {
 		if got := linearizable(append(append([]histOp(nil), base...), tc.ops...), tc.limit); got != tc.ok {
 			t.Errorf("%s: linearizable = %v, want %v", tc.name, got, tc.ok)
