@@ -22,9 +22,12 @@ import (
 // chaosNet, clients of this process (workload), a nemesis that injects
 // faults, and the checkers.
 
-// chaosBinaries builds fenced once per build tag set, without the race
-// detector (the fault tests measure timing-sensitive behaviour, and the
-// unit and integration tests already run the server with it).
+// chaosBinary builds fenced once per build tag set. The real fenced is
+// race-built when raceServer says so (make test's fault-test lane sets
+// FENCED_SERVER_RACE=1: its workload runs are the one place where make test
+// runs whole fenced processes under the race detector, the black-box tests
+// using plain ones); a planted binary never is, as its bug must show within
+// a short run's timing.
 var (
 	chaosBinMu sync.Mutex
 	chaosBins  = map[string]string{}
@@ -48,6 +51,8 @@ func chaosBinary(t testing.TB, tags string) string {
 	args := []string{"build", "-o", p}
 	if tags != "" {
 		args = append(args, "-tags", tags)
+	} else if raceServer() {
+		args = append(args, "-race")
 	}
 	cmd := exec.Command("go", append(args, "github.com/fenced/fenced/cmd/fenced")...)
 	cmd.Dir = ".."
