@@ -199,11 +199,19 @@ func (m *Mux) fail(err error) {
 	m.err = err
 	sent, queue := m.sent, m.queue
 	m.sent, m.queue = nil, nil
+	// unsent is read here, under mu: the writer sets it under mu when its
+	// write fails, which may be after the reader has broken the Mux (a
+	// call of a batch still being written then counts as sent: its reply
+	// is lost, the outcome unknown, which is never wrong).
+	unsent := make([]bool, len(sent))
+	for i, c := range sent {
+		unsent[i] = c.unsent
+	}
 	close(m.done)
 	m.mu.Unlock()
 	m.nc.Close()
-	for _, c := range sent {
-		if c.unsent {
+	for i, c := range sent {
+		if unsent[i] {
 			c.reply <- muxResult{err: fmt.Errorf("%w: %w", ErrNotSent, err)}
 		} else {
 			c.reply <- muxResult{err: fmt.Errorf("%w: %w", ErrReplyLost, err)}

@@ -245,3 +245,48 @@ func BenchmarkForwardLink(b *testing.B) {
 		b.ReportMetric(float64(cc.writes.Load())/float64(b.N), "writes/op")
 	})
 }
+
+// stalledWrite holds each Write until released, then refuses it before its
+// first byte; entered says a Write has begun.
+type stalledWrite struct {
+	net.Conn
+	entered, release chan struct{}
+}
+
+func (c stalledWrite) Write([]byte) (int, error) {
+	c.entered <- struct{}{}
+	<-c.release
+	return 0, errors.New("write refused")
+}
+
+// The reader may break the Mux while the writer is still writing a batch
+// (the peer reset the connection): that batch's calls count as sent, their
+// replies lost, and the writer's later verdict on them races with nothing
+// (a race-built fenced node reported that data race in the fault tests,
+// make test 17:30: the cancel of a wait forwarded as its link broke).
+func TestMuxReaderBreaksDuringWrite(t *testing.T) {
+	cl, sv := net.Pipe()
+	nc := stalledWrite{cl, make(chan struct{}, 1), make(chan struct{})}
+	m := NewMux(nc, DefaultReplyLimits())
+	defer m.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Do(testCtx(t), []byte("PING"))
+		done <- err
+	}()
+	<-nc.entered
+	sv.Close() // the reader's Read fails: it breaks the Mux mid-write
+	for deadline := time.Now().Add(5 * time.Second); !m.Broken(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a closed link did not break the Mux")
+		}
+	}
+	// Only now does the write fail, and the writer mark the batch unsent,
+	// with nothing ordering that after the reader's answers to the calls:
+	// under -race, reading the mark outside the lock fails the test.
+	close(nc.release)
+	if err := <-done; !errors.Is(err, ErrReplyLost) {
+		t.Errorf("a call whose write was under way when the link broke: %v, want ErrReplyLost", err)
+	}
+	time.Sleep(100 * time.Millisecond) // the writer's verdict, for -race to see
+}
