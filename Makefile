@@ -41,9 +41,10 @@ TESTTMP   ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$$(df -Pk /dev/shm
 # built (each compiled once, before the process that runs it):
 #
 #  - the fault tests' short profile (TestChaos, TestChaosPlanted), two runs
-#    at a time (FENCED_CHAOS_SLOTS): three 40 s runs of the real fenced,
-#    built with the race detector (FENCED_SERVER_RACE=1), through every
-#    fault, and ten planted bugs. Its runs mostly wait out faults, quiet
+#    at a time (FENCED_CHAOS_SLOTS): three 40 s runs of the real fenced
+#    through every fault, the reentrant workload's built with the race
+#    detector (FENCED_SERVER_RACE=1; chaosBinary says why only that one),
+#    and ten planted bugs. Its runs mostly wait out faults, quiet
 #    periods and lapsing sessions (alone, 0.7 of one core for 6.5 minutes
 #    at one run at a time). More than two at once starve the clients on two
 #    cores. Its test binary, the harness (clients, proxies, nemesis,
@@ -55,9 +56,10 @@ TESTTMP   ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$$(df -Pk /dev/shm
 #    the race detector (FENCED_SERVER_RACE=0): they test behaviour against
 #    real clients and redis-server, and a race-built server doubled their
 #    CPU (478 s against 240 s) and wall time (334 s against 177 s). The race
-#    detector still watches the whole binary in the fault tests' runs above,
-#    and the server, raftstore, session and client code in their own
-#    packages' tests, which run in-process under -race;
+#    detector still watches the whole binary in the race-built fault-test
+#    run above (waits, forwarding, FCALL, every fault), and the server,
+#    raftstore, resp, session and client code in their own packages' tests,
+#    which run in-process under -race;
 #  - every other package under -race.
 #
 # The black-box process prints only what fails (no -v); the lane keeps a

@@ -278,7 +278,7 @@ func TestACLPlantedCaught(t *testing.T) {
 		{plant.AdminSkipped, func(t *testing.T, n *node) []string { return aclMatrixProblems(t, n, n.client(t)) }},
 		{plant.OwnershipIgnored, func(t *testing.T, n *node) []string { return ownershipProblems(t, n, n) }},
 	} {
-		n := startAuthNode(t, nodeOpts{bin: chaosBinary(t, "plant"), env: []string{"FENCED_PLANT=" + string(tc.bug)}})
+		n := startAuthNode(t, nodeOpts{bin: chaosBinary(t, "plant", false), env: []string{"FENCED_PLANT=" + string(tc.bug)}})
 		if problems := tc.check(t, n); len(problems) == 0 {
 			t.Errorf("planted bug %s went undetected", tc.bug)
 		} else {

@@ -130,7 +130,7 @@ func TestAuthNoAuthGate(t *testing.T) {
 func TestAuthPlantedGateCaught(t *testing.T) {
 	t.Parallel()
 	n := startAuthNode(t, nodeOpts{
-		bin: chaosBinary(t, "plant"), env: []string{"FENCED_PLANT=" + string(plant.AuthSkipped)}, allowCrash: true,
+		bin: chaosBinary(t, "plant", false), env: []string{"FENCED_PLANT=" + string(plant.AuthSkipped)}, allowCrash: true,
 	})
 	c := dialRaw(t, n.addr)
 	c.send("SET", "pwned-unauthenticated", "1")

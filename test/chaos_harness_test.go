@@ -22,22 +22,27 @@ import (
 // chaosNet, clients of this process (workload), a nemesis that injects
 // faults, and the checkers.
 
-// chaosBinary builds fenced once per build tag set. The real fenced is
-// race-built when raceServer says so (make test's fault-test lane sets
-// FENCED_SERVER_RACE=1: its workload runs are the one place where make test
-// runs whole fenced processes under the race detector, the black-box tests
-// using plain ones); a planted binary never is, as its bug must show within
-// a short run's timing.
+// chaosBinary builds fenced once per build tag set, with the race detector
+// if race. Only the real fenced of one workload's runs is race-built, and
+// only when raceServer says so (make test's fault-test lane sets
+// FENCED_SERVER_RACE=1): those runs are where make test runs whole fenced
+// processes under the race detector, the black-box tests using plain ones.
+// Race-built servers take about twice the CPU, and with all three workloads
+// race-built the lane starved its planted bugs' short runs (double-grant and
+// memory-tokens were caught only in run 2) and took minutes longer; a
+// planted binary is never race-built, as its bug must show within a short
+// run's timing.
 var (
 	chaosBinMu sync.Mutex
 	chaosBins  = map[string]string{}
 )
 
-func chaosBinary(t testing.TB, tags string) string {
+func chaosBinary(t testing.TB, tags string, race bool) string {
 	t.Helper()
 	chaosBinMu.Lock()
 	defer chaosBinMu.Unlock()
-	if p, ok := chaosBins[tags]; ok {
+	key := fmt.Sprintf("%s race=%v", tags, race)
+	if p, ok := chaosBins[key]; ok {
 		return p
 	}
 	// Under TestMain's directory, which is removed when the tests end: a
@@ -51,7 +56,8 @@ func chaosBinary(t testing.TB, tags string) string {
 	args := []string{"build", "-o", p}
 	if tags != "" {
 		args = append(args, "-tags", tags)
-	} else if raceServer() {
+	}
+	if race {
 		args = append(args, "-race")
 	}
 	cmd := exec.Command("go", append(args, "github.com/fenced/fenced/cmd/fenced")...)
@@ -59,13 +65,14 @@ func chaosBinary(t testing.TB, tags string) string {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building fenced %s: %v\n%s", tags, err, out)
 	}
-	chaosBins[tags] = p
+	chaosBins[key] = p
 	return p
 }
 
 type chaosOpts struct {
 	nodes    int
 	plant    plant.Bug       // "" = the real fenced
+	race     bool            // the real fenced race-built (chaosBinary)
 	offsets  []time.Duration // --clock-offset by node
 	extra    []string        // flags of every node
 	password string          // --requirepass, which the harness's own clients use
@@ -85,10 +92,10 @@ type chaosCluster struct {
 
 func startChaos(t *testing.T, o chaosOpts) *chaosCluster {
 	t.Helper()
-	bin := chaosBinary(t, "")
+	bin := chaosBinary(t, "", o.race)
 	var env []string
 	if o.plant != "" {
-		bin = chaosBinary(t, "plant")
+		bin = chaosBinary(t, "plant", false)
 		env = []string{"FENCED_PLANT=" + string(o.plant)}
 	}
 	cc := &chaosCluster{cluster: &cluster{t: t}, net: newChaosNet(t)}

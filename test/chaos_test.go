@@ -142,7 +142,7 @@ func runChaos(t *testing.T, r chaosRun, seed uint64) chaosReport {
 		logf: t.Logf}
 	var versions *versionWatch
 	if r.upgrade != "" {
-		nm.upgrade = &upgrade{bin: chaosBinary(t, r.upgrade)}
+		nm.upgrade = &upgrade{bin: chaosBinary(t, r.upgrade, false)}
 		versions = watchVersions(cc)
 	}
 	nctx, ncancel := context.WithTimeout(ctx, r.duration)
@@ -436,8 +436,11 @@ func TestChaos(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%d", v.name, i), func(t *testing.T) {
 				t.Parallel()
 				r := chaosRun{
+					// The reentrant runs (waits, forwarding, FCALL) are
+					// the race-built ones under raceServer (chaosBinary).
 					opts: chaosOpts{nodes: 3, plant: bug, offsets: []time.Duration{0, time.Minute, -time.Minute},
-						extra: []string{"--snapshot-threshold", "300", "--trailing-logs", "50"}},
+						extra: []string{"--snapshot-threshold", "300", "--trailing-logs", "50"},
+						race:  v.name == "reentrant" && raceServer()},
 					clients: 6, locks: 3, ttl: 1500 * time.Millisecond, limit: v.limit, keys: v.keys, cas: v.cas, fcall: v.fcall,
 					duration: d, every: 3 * time.Second, faults: allFaults,
 					// A paused client, then session kills aimed at the head

@@ -283,7 +283,7 @@ func TestPeerPlantedUnverifiedCaught(t *testing.T) {
 	for _, planted := range []bool{false, true} {
 		opts := nodeOpts{args: ca.peerFlags("n1")}
 		if planted {
-			opts.bin = chaosBinary(t, "plant")
+			opts.bin = chaosBinary(t, "plant", false)
 			opts.env = []string{"FENCED_PLANT=" + string(plant.PeerUnverified)}
 		}
 		n := startNode(t, opts)

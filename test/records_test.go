@@ -130,7 +130,7 @@ func TestInstallPeakRSS(t *testing.T) {
 	)
 	c := &cluster{t: t, bin: binPath(t)}
 	if raceServer() {
-		c.bin = chaosBinary(t, "")
+		c.bin = chaosBinary(t, "", false)
 	}
 	flags := []string{"--trailing-logs", "16"}
 	n := c.add("n1", flags...)
