@@ -41,7 +41,19 @@ type lockIn struct {
 	Limit   int64
 	Unknown bool
 	Return  int64
+	// Late marks an operation whose outcome is unknown: it may take effect
+	// after its client gave up (a queued FLOCK granted at the holder's
+	// expiry), and Return is then its give-up time plus unknownGrace.
+	Late bool
 }
+
+// unknownGrace is how long after its client gave up an operation with an
+// unknown outcome may still end a holder and take the lock: the workload's
+// FLOCK WAIT (1 s) and as much again for its entry to be applied (an
+// election). Unbounded, every unknown operation could end the holder at
+// every point of the search, and porcupine's search of an illegal history
+// ran for minutes where it took 0.3 s.
+const unknownGrace = 2 * int64(time.Second)
 
 type lockOut struct {
 	Null  bool
@@ -57,61 +69,64 @@ type lockState struct {
 	Count  int64
 	Token  int64
 	Max    int64
-	// Lapsed are the holders unknown operations' steps found ended, each
-	// followed by lapsedSep: the next operation with a return must be one
-	// by whose return every one of them may be over. (A string, so that
-	// the state stays comparable.)
-	Lapsed string
+	// Lapsed is when the holders that unknown operations' steps found
+	// ended may at the earliest all be over (0: none): the next operation
+	// with a return must return no sooner. A time, not the holders, so that
+	// states that need the same merge (porcupine's search over illegal
+	// histories with many unknown operations blew up when it kept names).
+	Lapsed int64
 }
-
-const lapsedSep = "\x00"
 
 // describeLapsed is the suffix DescribeState shows for s.Lapsed.
 func (s lockState) describeLapsed() string {
-	if s.Lapsed == "" {
+	if s.Lapsed <= 0 {
 		return ""
 	}
-	var short []string
-	for _, h := range strings.Split(strings.TrimSuffix(s.Lapsed, lapsedSep), lapsedSep) {
-		short = append(short, fmt.Sprintf("%.6s", h))
-	}
-	return " (" + strings.Join(short, ", ") + " ended)"
+	return fmt.Sprintf(" (holders ended: over by %.1f ms)", msOf(s.Lapsed))
 }
 
 // expiringStep is the step of a lock model whose holder may end on its own:
 // apply gives the states one operation leads to from one state, and
-// mayExpire says whether a holder may be over by a time. Each operation may
+// expiresBy says the earliest time a holder may be over. Each operation may
 // start from the state as it is, or with the holder ended if that may have
 // happened by the latest time the operation took effect: its return, or,
-// when the outcome is unknown (Return math.MaxInt64), the return of the
-// next operation with one, which Lapsed carries there. (The unknown step
-// took effect before that operation did, so no earlier than its return is
-// too late; mayExpire only grows with time.)
-func expiringStep(mayExpire func(holder string, t int64) bool, apply func(c lockState, in lockIn, out lockOut) []lockState) func(st, in0, out0 any) []any {
+// when the outcome is unknown (Late), its give-up time plus unknownGrace and
+// also the return of the next operation with one, which Lapsed carries
+// there. (The unknown step took effect before that operation did, so no
+// earlier than its return is too late.)
+func expiringStep(expiresBy func(holder string) int64, apply func(c lockState, in lockIn, out lockOut) []lockState) func(st, in0, out0 any) []any {
 	return func(st, in0, out0 any) []any {
 		s, in, out := st.(lockState), in0.(lockIn), out0.(lockOut)
-		unknown := in.Return == math.MaxInt64
-		lapsed := s.Lapsed
-		if lapsed != "" && !unknown {
-			for _, h := range strings.Split(strings.TrimSuffix(lapsed, lapsedSep), lapsedSep) {
-				if !mayExpire(h, in.Return) {
-					return nil
-				}
+		unknown := in.Late
+		if !unknown {
+			if in.Return < s.Lapsed {
+				return nil
 			}
-			lapsed = ""
+			s.Lapsed = 0
 		}
-		s.Lapsed = ""
+		lapsed := s.Lapsed
+		s.Lapsed = 0
 		var next []any
 		for _, c := range apply(s, in, out) {
 			c.Lapsed = lapsed
 			next = append(next, c)
 		}
-		if s.Holder != "" && mayExpire(s.Holder, in.Return) {
+		if s.Holder != "" && in.Return >= expiresBy(s.Holder) {
 			ended := lapsed
-			if unknown && !strings.Contains(lapsedSep+ended, lapsedSep+s.Holder+lapsedSep) {
-				ended += s.Holder + lapsedSep
+			if unknown {
+				ended = max(ended, expiresBy(s.Holder))
 			}
 			for _, c := range apply(lockState{Max: s.Max}, in, out) {
+				// An unknown step ends the holder only to take the lock
+				// itself (a queued FLOCK granted at the holder's expiry):
+				// an end that leads nowhere else is the next answered
+				// step's to make, by its own return. Without this cut,
+				// every unknown operation could end the holder at every
+				// point, and the search of an illegal history ran for
+				// minutes where it took 0.3 s.
+				if unknown && (c.Holder == "" || c.Holder != in.Session) {
+					continue
+				}
 				c.Lapsed = ended
 				next = append(next, c)
 			}
@@ -155,22 +170,28 @@ func newSessionBounds(ops []histOp) *sessionBounds {
 	return b
 }
 
-// mayExpire reports whether session s may have ended by time t.
-func (b *sessionBounds) mayExpire(s string, t int64) bool {
-	if k, ok := b.killed[s]; ok && k <= t {
-		return true
+// expiresBy is the earliest time session s may have ended: the call of a
+// SESSION.KILL of it that was answered, or its TTL after the call of its
+// last answered use (any use renews it), and no sooner than that call (it
+// was alive then); math.MinInt64 if it was never answered (no bound).
+func (b *sessionBounds) expiresBy(s string) int64 {
+	end := int64(math.MaxInt64)
+	if k, ok := b.killed[s]; ok {
+		end = k
 	}
 	calls := b.calls[s]
-	i := sort.Search(len(calls), func(i int) bool { return calls[i] > t })
-	if i < len(calls) {
-		return false // used successfully after t
+	if len(calls) == 0 {
+		return math.MinInt64
 	}
-	ttl, ok := b.ttl[s]
-	if !ok {
-		return true // opened with an unknown outcome: no bound
+	last := calls[len(calls)-1]
+	if ttl, ok := b.ttl[s]; ok {
+		last += ttl
 	}
-	return i == 0 || t >= calls[i-1]+ttl
+	return min(end, last)
 }
+
+// mayExpire reports whether session s may have ended by time t.
+func (b *sessionBounds) mayExpire(s string, t int64) bool { return t >= b.expiresBy(s) }
 
 func lockModel(b *sessionBounds) porcupine.Model {
 	free := func(s lockState) lockState { return lockState{Max: s.Max} }
@@ -272,7 +293,7 @@ func lockModel(b *sessionBounds) porcupine.Model {
 		}
 		return next
 	}
-	step := expiringStep(b.mayExpire, apply)
+	step := expiringStep(b.expiresBy, apply)
 	return (&porcupine.NondeterministicModel{
 		Init: func() []any { return []any{lockState{}} },
 		Step: step,
@@ -321,7 +342,8 @@ func lockOperations(ops []histOp, limit int64) map[string][]porcupine.Operation 
 		out := lockOut{Null: op.Null, Err: op.Err, Token: op.Token, Count: op.Count}
 		ret := op.Return
 		if in.Unknown {
-			in.Return, ret = math.MaxInt64, math.MaxInt64
+			ret = math.MaxInt64
+			in.Return, in.Late = op.Return+unknownGrace, true
 		}
 		po := porcupine.Operation{ClientId: op.Client, Input: in, Output: out, Call: op.Call, Return: ret}
 		switch op.Kind {

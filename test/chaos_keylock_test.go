@@ -91,9 +91,13 @@ func newKeyBounds(ops []histOp) keyBounds {
 	return b
 }
 
-func (b keyBounds) mayExpire(val string, t int64) bool {
-	at, ok := b[val]
-	return !ok || t >= at
+// expiresBy is the earliest time the key val was written with may have
+// expired; math.MinInt64 for a value never written (no bound).
+func (b keyBounds) expiresBy(val string) int64 {
+	if at, ok := b[val]; ok {
+		return at
+	}
+	return math.MinInt64
 }
 
 // keyLockModel is the SET NX PX lock for porcupine, one partition per key.
@@ -160,7 +164,7 @@ func keyLockModel(b keyBounds) porcupine.Model {
 	}
 	return (&porcupine.NondeterministicModel{
 		Init: func() []any { return []any{lockState{}} },
-		Step: expiringStep(b.mayExpire, apply),
+		Step: expiringStep(b.expiresBy, apply),
 		DescribeOperation: func(in0, out0 any) string {
 			in, out := in0.(lockIn), out0.(lockOut)
 			s := fmt.Sprintf("%s(%s)", in.Kind, in.Session)
@@ -191,9 +195,9 @@ func keyLockModel(b keyBounds) porcupine.Model {
 
 // keyOperations turns the history of the SET NX workload into porcupine
 // operations by key. An unknown operation may take effect at any time after
-// its call, so its return is math.MaxInt64 (expiringStep bounds the expiry
-// it relies on by the next answered operation); unknown reads change
-// nothing and are left out.
+// its call (its return is math.MaxInt64; expiringStep bounds the expiry it
+// relies on by unknownGrace and the next answered operation); unknown reads
+// change nothing and are left out.
 func keyOperations(ops []histOp) map[string][]porcupine.Operation {
 	byKey := make(map[string][]porcupine.Operation)
 	for _, op := range ops {
@@ -207,7 +211,8 @@ func keyOperations(ops []histOp) map[string][]porcupine.Operation {
 		in := lockIn{Kind: op.Kind, Session: op.Session, Unknown: unknown, Return: op.Return}
 		ret := op.Return
 		if unknown {
-			in.Return, ret = math.MaxInt64, math.MaxInt64
+			ret = math.MaxInt64
+			in.Return, in.Late = op.Return+unknownGrace, true
 		}
 		out := lockOut{Null: op.Null, Err: op.Err, Token: op.Token, Count: op.Count}
 		byKey[op.Lock] = append(byKey[op.Lock], porcupine.Operation{ClientId: op.Client, Input: in, Output: out, Call: op.Call, Return: ret})
