@@ -42,9 +42,13 @@ TESTTMP   ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$$(df -Pk /dev/shm
 #
 #  - the fault tests' short profile (TestChaos, TestChaosPlanted), two runs
 #    at a time (FENCED_CHAOS_SLOTS): three 40 s runs of the real fenced
-#    through every fault, the reentrant workload's built with the race
-#    detector (FENCED_SERVER_RACE=1; chaosBinary says why only that one),
-#    and ten planted bugs. Its runs mostly wait out faults, quiet
+#    through every fault, and ten planted bugs. LANERACE=1 builds the
+#    reentrant workload's server with the race detector (chaosBinary says
+#    why only that one); it is off by default: beside make test's other
+#    processes its extra CPU made TestRollingUpgradePlanted time out
+#    waiting for a leader (1 of 3 make tests) and double-grant need a
+#    second run, and it found a real race the first time it ran (resp.Mux),
+#    so run `make test LANERACE=1` after changing server concurrency. Its runs mostly wait out faults, quiet
 #    periods and lapsing sessions (alone, 0.7 of one core for 6.5 minutes
 #    at one run at a time). More than two at once starve the clients on two
 #    cores. Its test binary, the harness (clients, proxies, nemesis,
@@ -55,11 +59,11 @@ TESTTMP   ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$$(df -Pk /dev/shm
 #  - the rest of ./test, the black-box tests, against servers built without
 #    the race detector (FENCED_SERVER_RACE=0): they test behaviour against
 #    real clients and redis-server, and a race-built server doubled their
-#    CPU (478 s against 240 s) and wall time (334 s against 177 s). The race
-#    detector still watches the whole binary in the race-built fault-test
-#    run above (waits, forwarding, FCALL, every fault), and the server,
-#    raftstore, resp, session and client code in their own packages' tests,
-#    which run in-process under -race;
+#    CPU (478 s against 240 s) and wall time (334 s against 177 s). So by
+#    default no whole fenced process runs under the race detector in make
+#    test (LANERACE=1 above, or go test -race ./test, does it); the server,
+#    raftstore, resp, session and client code run under it in their own
+#    packages' in-process tests;
 #  - every other package under -race.
 #
 # The black-box process prints only what fails (no -v); the lane keeps a
@@ -75,6 +79,7 @@ CHAOSLANE := ^(TestChaos|TestChaosPlanted)$$
 # go test runs two packages at a time, in the order given: the slowest go
 # first, so that none of them is left to run alone at the end.
 SLOWPKGS  := ./raftstore ./server ./script ./resp ./client ./fencing
+LANERACE  ?= 0
 LANEDIR   := $(shell mktemp -u -d $(TESTTMP)/fenced-lane-XXXXXX)
 
 # -count=1: never a cached result. The black-box tests in ./test run the
@@ -84,7 +89,7 @@ test: ## vet, then every unit, integration and fuzz-seed test with -race (and th
 	$(GO) vet $(PKGS)
 	mkdir -p $(LANEDIR) && $(GO) test -c -o $(LANEDIR)/lane.test ./test
 	@set +e; start=$$(date +%s); \
-	{ (cd test && TMPDIR=$(TESTTMP) FENCED_TEST_PORTS=20000-23999 FENCED_CHAOS_SLOTS=2 FENCED_SERVER_RACE=1 $(LANEDIR)/lane.test -test.run '$(CHAOSLANE)' -test.count=1 -test.parallel 16 -test.timeout 15m -test.v) >$(LANEDIR)/lane.log 2>&1; \
+	{ (cd test && TMPDIR=$(TESTTMP) FENCED_TEST_PORTS=20000-23999 FENCED_CHAOS_SLOTS=2 FENCED_SERVER_RACE=$(LANERACE) $(LANEDIR)/lane.test -test.run '$(CHAOSLANE)' -test.count=1 -test.parallel 16 -test.timeout 15m -test.v) >$(LANEDIR)/lane.log 2>&1; \
 	  echo "$$? $$(date +%s)" >$(LANEDIR)/lane.rc; } & \
 	echo "$(GO) test -race -c -o $(LANEDIR)/test.test ./test"; \
 	$(GO) test -race -c -o $(LANEDIR)/test.test ./test || { echo "FAIL	building ./test with -race"; exit 1; }; \
