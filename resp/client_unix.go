@@ -17,12 +17,8 @@ import (
 // ErrNotSent. Connections that are not sockets, such as TLS, are not
 // checked.
 func probe(nc net.Conn) error {
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return nil
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
+	rc := rawConn(nc)
+	if rc == nil {
 		return nil
 	}
 	var buf [1]byte
@@ -45,4 +41,17 @@ func probe(nc net.Conn) error {
 		return fmt.Errorf("resp: the server closed the connection: %w", io.EOF)
 	}
 	return errUnsolicited
+}
+
+// rawConn is nc's socket for system calls, nil if nc is not a socket.
+func rawConn(nc net.Conn) syscall.RawConn {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
 }

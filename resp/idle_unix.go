@@ -17,15 +17,12 @@ func inputPending(nc net.Conn) bool {
 	if u, ok := nc.(interface{ NetConn() net.Conn }); ok {
 		nc = u.NetConn()
 	}
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return false
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
+	rc := rawConn(nc)
+	if rc == nil {
 		return false
 	}
 	var n int
+	var err error
 	var buf [1]byte
 	if rc.Control(func(fd uintptr) {
 		n, _, err = syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
