@@ -88,6 +88,11 @@ type Config struct {
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
 	ApplyTimeout      time.Duration // how long Propose waits to enqueue
+	// MaxPendingBytes bounds the bytes of the entries this node proposed
+	// as leader whose outcome it has not seen (0 = DefaultMaxPendingBytes):
+	// a proposal waits up to ApplyTimeout for room, then fails with
+	// ErrBusy.
+	MaxPendingBytes int64
 
 	// MaxMemory bounds the state's size (lockstate.State.Used) in bytes;
 	// 0 = no bound. The leader stamps its own into every entry it
@@ -117,6 +122,9 @@ func (c *Config) setDefaults() {
 	if c.ApplyTimeout == 0 {
 		c.ApplyTimeout = 5 * time.Second
 	}
+	if c.MaxPendingBytes == 0 {
+		c.MaxPendingBytes = DefaultMaxPendingBytes
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -127,6 +135,8 @@ type Node struct {
 	cfg       Config
 	db        *pebble.DB
 	logs      *LogStore
+	cache     *logCache // recent entries in front of logs
+	pending   *pendingBytes
 	raft      *raft.Raft
 	trans     raft.Transport // the node's own: closed by Close
 	peers     *peerMux       // the peer channel; nil with a given Transport
@@ -155,6 +165,7 @@ func Open(cfg Config) (*Node, error) {
 	cfg.setDefaults()
 	n := &Node{cfg: cfg, trans: cfg.Transport, appliedCh: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	n.maxMemory.Store(cfg.MaxMemory)
+	n.pending = newPendingBytes(cfg.MaxPendingBytes)
 	if err := n.open(); err != nil {
 		// The transport is the node's, given or built: a failed Open must
 		// not leave it listening.
@@ -168,6 +179,7 @@ func Open(cfg Config) (*Node, error) {
 	}
 	n.verify = &verifier{check: func() error { return n.raft.VerifyLeader().Error() }}
 	go n.watchLeadership()
+	go n.pending.reap(n.stop)
 	return n, nil
 }
 
@@ -251,10 +263,8 @@ func (n *Node) open() error {
 	// peer's id in the name (raft.replication.heartbeat.<id>): the second
 	// kind makes a metric name per peer, so only the labelled kind is kept.
 	rc.NoLegacyTelemetry = true
-	cache, err := raft.NewLogCache(4096, n.logs)
-	if err != nil {
-		return fmt.Errorf("raftstore: log cache: %w", err)
-	}
+	cache := newLogCache(n.logs, logCacheEntries, logCacheBytes)
+	n.cache = cache
 	existing, err := raft.HasExistingState(cache, n.logs, snaps)
 	if err != nil {
 		return fmt.Errorf("raftstore: %w", err)
@@ -461,7 +471,19 @@ func (n *Node) Enqueue(e lockstate.Entry) (wait func() (lockstate.Result, error)
 	}
 	e.Time, e.Wall = n.cfg.Clock.Stamp()
 	e.MaxMemory = n.maxMemory.Load()
-	f := n.raft.Apply(e.Encode(nil), n.cfg.ApplyTimeout)
+	data := e.Encode(nil)
+	size := int64(len(data)) // what the entry counts in n.pending, as first encoded
+	if !n.pending.tryAcquire(size) {
+		// The entry's time must be the moment Raft takes it, not before
+		// its wait for room: stamped again once there is room.
+		if err := n.pending.acquire(size, n.cfg.ApplyTimeout, n.stop); err != nil {
+			return nil, err
+		}
+		e.Time, e.Wall = n.cfg.Clock.Stamp()
+		data = e.Encode(data[:0])
+	}
+	f := n.raft.Apply(data, n.cfg.ApplyTimeout)
+	n.pending.track(f, size)
 	n.counts.pending.Add(1)
 	var once sync.Once
 	return func() (lockstate.Result, error) {
@@ -493,8 +515,8 @@ func (n *Node) result(f raft.ApplyFuture) (lockstate.Result, error) {
 		case notStored(err):
 			// This leader could not append the entry (dispatchLogs): it
 			// reached no log, not even its own, so nothing was applied.
-			// raft.LogCache wraps the store's error as text (%q), so the
-			// node's condition says why.
+			// The node's condition says why, in the words the disk
+			// guard chose.
 			return lockstate.Result{}, n.cannotPersist(err)
 		case errors.Is(err, raft.ErrEnqueueTimeout):
 			return lockstate.Result{}, fmt.Errorf("%w: %v", ErrNotReady, err)
@@ -514,7 +536,7 @@ func (n *Node) result(f raft.ApplyFuture) (lockstate.Result, error) {
 // notStored reports whether an apply future failed because the leader's
 // own append failed. hashicorp/raft v1.7 answers a future with a store
 // error only in dispatchLogs, before the entry is replicated, and with its
-// sentinels in every other case; raft.LogCache words that store error as
+// sentinels in every other case; the log cache words that store error as
 // "unable to store logs within log store".
 func notStored(err error) bool {
 	for _, e := range []error{raft.ErrLeadershipLost, raft.ErrRaftShutdown, raft.ErrAbortedByRestore, raft.ErrNotLeader, raft.ErrEnqueueTimeout, raft.ErrLeadershipTransferInProgress} {
