@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/fenced/fenced/commands"
@@ -8,9 +9,9 @@ import (
 )
 
 // command implements COMMAND, COMMAND COUNT, COMMAND DOCS and COMMAND INFO
-// from the command table.
-func (s *Server) command(_ *resp.Conn, args [][]byte) resp.Value {
-	all := s.table.All()
+// from the command table, as far as the connection may run it (runnable).
+func (s *Server) command(c *resp.Conn, args [][]byte) resp.Value {
+	all := slices.DeleteFunc(slices.Clone(s.table.All()), func(spec *commands.Spec) bool { return !runnable(c, spec) })
 	if len(args) == 1 {
 		vs := make([]resp.Value, len(all))
 		for i, spec := range all {
@@ -26,11 +27,11 @@ func (s *Server) command(_ *resp.Conn, args [][]byte) resp.Value {
 		return resp.Int(int64(len(all)))
 	case "INFO":
 		if len(args) == 2 { // all of them, as Redis 7
-			return s.command(nil, args[:1])
+			return s.command(c, args[:1])
 		}
 		vs := make([]resp.Value, 0, len(args)-2)
 		for _, name := range args[2:] {
-			if spec, ok := s.table.Lookup(name); ok {
+			if spec, ok := s.table.Lookup(name); ok && runnable(c, spec) {
 				vs = append(vs, commandInfo(spec))
 			} else {
 				vs = append(vs, resp.NullArray())
@@ -49,7 +50,7 @@ func (s *Server) command(_ *resp.Conn, args [][]byte) resp.Value {
 		// docs themselves however many names come.
 		seen := map[*commands.Doc]bool{}
 		for _, name := range args[2:] {
-			if d := s.lookupDoc(string(name)); d != nil && !seen[d] {
+			if d := s.lookupDoc(c, string(name)); d != nil && !seen[d] {
 				seen[d] = true
 				kvs = append(kvs, resp.BulkString(d.Name), docsReply(d))
 			}
@@ -59,7 +60,7 @@ func (s *Server) command(_ *resp.Conn, args [][]byte) resp.Value {
 		if len(args) < 4 {
 			return errorReply(wrapArity("command|getkeys"))
 		}
-		return s.getKeys(args[2:])
+		return s.getKeys(c, args[2:])
 	case "HELP":
 		if len(args) != 2 {
 			return errorReply(wrapArity("command|help"))
@@ -81,9 +82,9 @@ func (s *Server) command(_ *resp.Conn, args [][]byte) resp.Value {
 // command table knows them (the ones an ACL key pattern must cover), with
 // Redis 7's errors in its order. A command has keys if it can have any:
 // EVAL with no keys answers an empty array, PING an error.
-func (s *Server) getKeys(args [][]byte) resp.Value {
+func (s *Server) getKeys(c *resp.Conn, args [][]byte) resp.Value {
 	spec, ok := s.table.Lookup(args[0])
-	if !ok || spec.Version > 1 && s.notYet(spec) {
+	if !ok || !runnable(c, spec) || spec.Version > 1 && s.notYet(spec) {
 		return syntaxError("Invalid command specified")
 	}
 	n := spec.Arity
@@ -111,10 +112,10 @@ func (s *Server) getKeys(args [][]byte) resp.Value {
 
 // lookupDoc finds a command's docs by name, or a subcommand's by Redis's
 // full name ("config|get"), case-insensitively; nil if there are none.
-func (s *Server) lookupDoc(name string) *commands.Doc {
+func (s *Server) lookupDoc(c *resp.Conn, name string) *commands.Doc {
 	cmd, sub, isSub := strings.Cut(name, "|")
 	spec, ok := s.table.Lookup([]byte(cmd))
-	if !ok {
+	if !ok || !runnable(c, spec) {
 		return nil
 	}
 	if !isSub {
@@ -126,6 +127,15 @@ func (s *Server) lookupDoc(name string) *commands.Doc {
 		}
 	}
 	return nil
+}
+
+// runnable reports whether the port c came in on lets it run spec: the
+// peer-only commands (RAFT.LINK, RAFT.PROPOSE ...) are refused on the
+// client port, so COMMAND there describes them no more than commands the
+// server lacks; a client that took the list at its word would run them
+// only to be refused.
+func runnable(c *resp.Conn, spec *commands.Spec) bool {
+	return !spec.Has(commands.Peer) || fromPeer(c)
 }
 
 // docsReply is one command's COMMAND DOCS map, with Redis 7.0's keys in

@@ -342,12 +342,8 @@ func TestCommandDocsRules(t *testing.T) {
 			}
 			r := docsRules{t: t, proto: proto}
 			names, docs := r.pairs("COMMAND DOCS", do("COMMAND", "DOCS"), nil)
-			var want []string
-			for _, spec := range commands.New().All() {
-				want = append(want, spec.Name)
-			}
-			if !slices.Equal(names, want) {
-				t.Errorf("COMMAND DOCS names\n got %v\nwant %v", names, want)
+			if d := nameDiff(names, clientCommands()); d != "" {
+				t.Errorf("COMMAND DOCS names: %s", d)
 			}
 			for _, n := range names {
 				r.doc(n, docs[n], false)
@@ -401,12 +397,158 @@ func TestCommandDocsLookup(t *testing.T) {
 		t.Errorf("COMMAND DOCS config|get = %v, inside CONFIG %v", get, inner)
 	}
 	all, err := c.Do(ctx, "COMMAND", "INFO").Slice()
-	if err != nil || len(all) != len(commands.New().All()) {
-		t.Errorf("COMMAND INFO = %d commands, %v; want all %d", len(all), err, len(commands.New().All()))
+	if err != nil || len(all) != len(clientCommands()) {
+		t.Errorf("COMMAND INFO = %d commands, %v; want all %d the client port runs", len(all), err, len(clientCommands()))
 	}
 	for _, bad := range [][]any{{"COMMAND", "COUNT", "x"}, {"COMMAND", "HELP", "x"}} {
 		if err := c.Do(ctx, bad...).Err(); err == nil || !strings.HasPrefix(err.Error(), "ERR wrong number of arguments for 'command|") {
 			t.Errorf("%v: %v, want an arity error", bad, err)
 		}
+	}
+}
+
+// clientCommands are the names of the table's commands that the client
+// port runs, in table order: all but the peer-only ones.
+func clientCommands() []string {
+	var names []string
+	for _, spec := range commands.New().All() {
+		if !spec.Has(commands.Peer) {
+			names = append(names, spec.Name)
+		}
+	}
+	return names
+}
+
+// nameDiff describes how the command names got differ from want, in
+// order; "" if they are equal.
+func nameDiff(got, want []string) string {
+	if slices.Equal(got, want) {
+		return ""
+	}
+	var extra, missing []string
+	for _, n := range got {
+		if !slices.Contains(want, n) {
+			extra = append(extra, n)
+		}
+	}
+	for _, n := range want {
+		if !slices.Contains(got, n) {
+			missing = append(missing, n)
+		}
+	}
+	if len(extra) == 0 && len(missing) == 0 {
+		return fmt.Sprintf("the %d names are out of order", len(got))
+	}
+	return fmt.Sprintf("%d names, want %d: listed but should not be %v, missing %v", len(got), len(want), extra, missing)
+}
+
+// TestCommandPeerOnly: COMMAND on the client port leaves out the commands
+// only the peer channel runs (RAFT.LINK ...), in every form: the list,
+// COUNT, INFO, DOCS and GETKEYS treat them as commands the server lacks.
+// The peer channel, which runs them, still lists them, with well-formed
+// docs.
+func TestCommandPeerOnly(t *testing.T) {
+	s := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var peerOnly []string
+	for _, spec := range commands.New().All() {
+		if spec.Has(commands.Peer) {
+			peerOnly = append(peerOnly, spec.Name)
+		}
+	}
+	if !slices.Contains(peerOnly, "raft.link") || !slices.Contains(peerOnly, "raft.watch") {
+		t.Fatalf("peer-only commands %v, want raft.link and raft.watch among them", peerOnly)
+	}
+	client, err := resp.Dial(ctx, s.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	nc, err := s.node.DialPeer(ctx, s.node.RaftAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := resp.NewClient(nc, resp.DefaultReplyLimits())
+	defer peer.Close()
+	do := func(c *resp.Client, args ...string) resp.Value {
+		t.Helper()
+		b := make([][]byte, len(args))
+		for i, a := range args {
+			b[i] = []byte(a)
+		}
+		v, err := c.Do(ctx, b...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return v
+	}
+	// infoNames are the command names of a COMMAND (or COMMAND INFO) reply.
+	infoNames := func(v resp.Value) []string {
+		t.Helper()
+		var names []string
+		for _, e := range v.Elems() {
+			if len(e.Elems()) == 0 {
+				t.Fatalf("COMMAND element %v, want a command's info", e)
+			}
+			names = append(names, e.Elems()[0].Text())
+		}
+		return names
+	}
+	isNull := func(v resp.Value) bool { return v.Kind() == resp.KindNull || v.Kind() == resp.KindNullArray }
+	docsNames := func(v resp.Value) []string {
+		t.Helper()
+		var names []string
+		for i := 0; i < len(v.Elems()); i += 2 {
+			names = append(names, v.Elems()[i].Text())
+		}
+		return names
+	}
+
+	want := clientCommands()
+	if d := nameDiff(infoNames(do(client, "COMMAND")), want); d != "" {
+		t.Errorf("COMMAND on the client port: %s", d)
+	}
+	if d := nameDiff(infoNames(do(client, "COMMAND", "INFO")), want); d != "" {
+		t.Errorf("COMMAND INFO on the client port: %s", d)
+	}
+	if got := do(client, "COMMAND", "COUNT"); got.Kind() != resp.KindInt || got.Integer() != int64(len(want)) {
+		t.Errorf("COMMAND COUNT on the client port = %v, want %d", got, len(want))
+	}
+	if d := nameDiff(docsNames(do(client, "COMMAND", "DOCS")), want); d != "" {
+		t.Errorf("COMMAND DOCS on the client port: %s", d)
+	}
+	for _, name := range peerOnly {
+		upper := strings.ToUpper(name)
+		if v := do(client, "COMMAND", "INFO", upper, "ping"); len(v.Elems()) != 2 || !isNull(v.Elems()[0]) || isNull(v.Elems()[1]) {
+			t.Errorf("COMMAND INFO %s ping on the client port = %v, want [null, ping's info]", upper, v)
+		}
+		if v := do(client, "COMMAND", "DOCS", upper); len(v.Elems()) != 0 {
+			t.Errorf("COMMAND DOCS %s on the client port = %v, want an empty map", upper, v)
+		}
+		if v := do(client, "COMMAND", "GETKEYS", upper, "a", "b"); v.Text() != "ERR Invalid command specified" {
+			t.Errorf("COMMAND GETKEYS %s a b on the client port = %v, want -ERR Invalid command specified", upper, v)
+		}
+	}
+
+	all := append(append([]string(nil), want...), peerOnly...)
+	slices.Sort(all)
+	if d := nameDiff(infoNames(do(peer, "COMMAND")), all); d != "" {
+		t.Errorf("COMMAND on the peer channel: %s", d)
+	}
+	if got := do(peer, "COMMAND", "COUNT"); got.Kind() != resp.KindInt || got.Integer() != int64(len(all)) {
+		t.Errorf("COMMAND COUNT on the peer channel = %v, want %d", got, len(all))
+	}
+	r := docsRules{t: t, proto: 2}
+	for _, name := range peerOnly {
+		if v := do(peer, "COMMAND", "INFO", name); len(v.Elems()) != 1 || isNull(v.Elems()[0]) {
+			t.Errorf("COMMAND INFO %s on the peer channel = %v, want its info", name, v)
+		}
+		v := do(peer, "COMMAND", "DOCS", name)
+		if got := docsNames(v); !slices.Equal(got, []string{name}) {
+			t.Errorf("COMMAND DOCS %s on the peer channel = %v", name, v)
+			continue
+		}
+		r.doc(name, v.Elems()[1], false)
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -254,6 +255,8 @@ func (s *Server) join(ctx context.Context) error {
 		case err == nil && !v.IsError():
 			s.log.Info("joined the cluster", "via", s.cfg.Join)
 			return nil
+		case clientPort(v, err):
+			return fmt.Errorf("%w: %s is a client port; --join takes a member's Raft address (its --raft-addr)", ErrJoin, s.cfg.Join)
 		case err == nil && !retryable(v.Text()):
 			return fmt.Errorf("%w: RAFT.JOIN at %s: %s", ErrJoin, s.cfg.Join, v.Text())
 		}
@@ -264,6 +267,22 @@ func (s *Server) join(ctx context.Context) error {
 		case <-time.After(delay):
 		}
 	}
+}
+
+// clientPort reports whether the answer to a RAFT.JOIN sent over the peer
+// channel came from a RESP server's client port instead (fenced's or
+// Redis's): a peer channel reads the dialer's kind byte first and always
+// knows RAFT.JOIN, while a client port takes the kind byte for the start
+// of an inline command it does not know ("ERR unknown command 'L*4'").
+// With peer TLS, the client port answers the TLS ClientHello with a RESP
+// error, whose first five bytes the TLS client reports as the record
+// header that does not look like TLS.
+func clientPort(v resp.Value, err error) bool {
+	if err == nil {
+		return v.IsError() && strings.HasPrefix(v.Text(), "ERR unknown command")
+	}
+	var rh tls.RecordHeaderError
+	return errors.As(err, &rh) && string(rh.RecordHeader[:]) == "-ERR "
 }
 
 // ErrJoin is returned by Serve when the cluster refused this node.

@@ -108,7 +108,6 @@ func TestCompatNodeRedlock(t *testing.T) {
 			usable(t, v)
 			const procs, workers, iterations = 2, 3, 12
 			prefix := strings.ReplaceAll(name, "/", "-")
-			startAt := time.Now().Add(2 * time.Second).UnixMilli()
 			var argvs [][]string
 			for p := range procs {
 				// Each process's workers connect to the nodes round-robin,
@@ -121,14 +120,15 @@ func TestCompatNodeRedlock(t *testing.T) {
 					"--client", v.client, "--protocol", strconv.Itoa(v.protocol),
 					"--redlock", v.redlock, "--prefix", prefix,
 					"--workers", strconv.Itoa(workers), "--iterations", strconv.Itoa(iterations),
-					"--start-at", strconv.FormatInt(startAt, 10)}
+					"--announce", prefix + ":waiting"}
 				if tgt.fence {
 					a = append(a, "--fence")
 				}
 				argvs = append(argvs, a)
 			}
-			sums := runWorkers(t, 3*time.Minute, nodeCompatDir, node, argvs)
-			checkContention(t, tgt, sums, prefix+":counter", procs*workers*iterations)
+			sums := runContending(t, compatClient(t, tgt.leader), prefix+":lock", prefix+":waiting", procs*workers,
+				3*time.Minute, nodeCompatDir, node, argvs)
+			checkContention(t, tgt, sums, prefix+":counter", procs*workers*iterations, procs*workers)
 		})
 	}
 }

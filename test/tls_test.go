@@ -670,18 +670,17 @@ func TestTLSCompatPython(t *testing.T) {
 	})
 	t.Run("contention", func(t *testing.T) {
 		const workers, iterations = 3, 10
-		startAt := float64(time.Now().Add(2*time.Second).UnixMilli()) / 1000
 		var argvs [][]string
 		for i := range workers {
 			argvs = append(argvs, append([]string{prog, "worker", "--addr", n.tlsAddr, "--prefix", "py-tls-c", "--fence",
-				"--id", strconv.Itoa(i), "--iterations", strconv.Itoa(iterations),
-				"--start-at", strconv.FormatFloat(startAt, 'f', 3, 64)}, tlsArgs...))
+				"--id", strconv.Itoa(i), "--iterations", strconv.Itoa(iterations), "--announce", "py-tls-c:waiting"}, tlsArgs...))
 		}
-		sums := runWorkers(t, 3*time.Minute, dir, py, argvs)
+		sums := runContending(t, n.tlsClient(t, clientTLS(t, certs, certs)), "py-tls-c:lock", "py-tls-c:waiting", workers,
+			3*time.Minute, dir, py, argvs)
 		for _, s := range sums {
 			checkTLSSummary(t, s)
 		}
-		checkTLSContention(t, n, sums, "py-tls-c:counter", workers*iterations)
+		checkTLSContention(t, n, sums, "py-tls-c:counter", workers*iterations, workers)
 	})
 	// The program itself would fail without the client certificate: the
 	// node does require it.
@@ -717,11 +716,12 @@ func TestTLSCompatNode(t *testing.T) {
 	}
 	t.Run("contention", func(t *testing.T) {
 		const workers, iterations = 3, 8
-		sums := runWorkers(t, 3*time.Minute, nodeCompatDir, node, [][]string{append([]string{prog, "contention",
-			"--addr", n.tlsAddr, "--client", "ioredis5", "--protocol", "2", "--redlock", "4", "--prefix", "node-tls-c", "--fence",
-			"--workers", strconv.Itoa(workers), "--iterations", strconv.Itoa(iterations)}, tlsArgs...)})
+		sums := runContending(t, n.tlsClient(t, clientTLS(t, certs, certs)), "node-tls-c:lock", "node-tls-c:waiting", workers,
+			3*time.Minute, nodeCompatDir, node, [][]string{append([]string{prog, "contention",
+				"--addr", n.tlsAddr, "--client", "ioredis5", "--protocol", "2", "--redlock", "4", "--prefix", "node-tls-c", "--fence",
+				"--workers", strconv.Itoa(workers), "--iterations", strconv.Itoa(iterations), "--announce", "node-tls-c:waiting"}, tlsArgs...)})
 		checkTLSSummary(t, sums[0])
-		checkTLSContention(t, n, sums, "node-tls-c:counter", workers*iterations)
+		checkTLSContention(t, n, sums, "node-tls-c:counter", workers*iterations, workers)
 	})
 	if _, err := execCompat(time.Minute, nodeCompatDir, node, prog, "basic", "--addr", n.tlsAddr, "--client", "ioredis5",
 		"--protocol", "2", "--prefix", "node-tls-nocert", "--tls-ca", filepath.Join(certs, "ca.crt")); err == nil {
@@ -738,14 +738,14 @@ func checkTLSSummary(t testing.TB, sum compatSummary) {
 }
 
 // checkTLSContention is checkContention with the counter read over TLS.
-func checkTLSContention(t testing.TB, n *tlsNode, sums []compatSummary, counter string, want int) {
+func checkTLSContention(t testing.TB, n *tlsNode, sums []compatSummary, counter string, want, minContended int) {
 	t.Helper()
 	c := n.tlsClient(t, clientTLS(t, n.certs, n.certs))
 	got, err := c.Get(tctx(t), counter).Result()
 	if err != nil {
 		t.Fatalf("GET %s: %v", counter, err)
 	}
-	checkContentionValue(t, &compatTarget{fence: true}, sums, counter, got, want)
+	checkContentionValue(t, &compatTarget{fence: true}, sums, counter, got, want, minContended)
 }
 
 // TestTLSCertsScript checks what scripts/certs.sh makes beyond the default

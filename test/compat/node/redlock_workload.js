@@ -16,7 +16,9 @@
 //                              own connection (to the addresses round-robin),
 //                              each taking P:lock M times and incrementing
 //                              P:counter with GET then SET inside it
-//   --start-at MS              contention: start at this Unix time in ms
+//   --announce KEY             contention: a worker whose first try finds the
+//                              lock held INCRs KEY before it waits (the Go
+//                              test holds the lock until every worker has)
 //   --tls-ca FILE              connect over TLS, verifying the server against
 //                              the CA (and its address against the certificate)
 //   --tls-cert FILE --tls-key FILE  with --tls-ca: present this client certificate
@@ -54,7 +56,7 @@ function parseArgs(argv) {
     prefix: "compat-node",
     workers: 3,
     iterations: 10,
-    startAt: 0,
+    announce: "",
     tlsCA: "",
     tlsCert: "",
     tlsKey: "",
@@ -75,7 +77,7 @@ function parseArgs(argv) {
     else if (a === "--prefix") out.prefix = val();
     else if (a === "--workers") out.workers = Number(val());
     else if (a === "--iterations") out.iterations = Number(val());
-    else if (a === "--start-at") out.startAt = Number(val());
+    else if (a === "--announce") out.announce = val();
     else if (a === "--tls-ca") out.tlsCA = val();
     else if (a === "--tls-cert") out.tlsCert = val();
     else if (a === "--tls-key") out.tlsKey = val();
@@ -326,7 +328,6 @@ async function contention() {
     const api0 = newRedlock(c, { retryCount: 0 });
     workers.push({ c, api, api0 });
   }
-  if (args.startAt) await sleep(Math.max(0, args.startAt - Date.now()));
   let contended = 0;
   const records = [];
   await Promise.all(
@@ -338,6 +339,7 @@ async function contention() {
         } catch (e) {
           check(api0.isLockError(e), "a refused acquire fails with the lock error", String(e));
           contended++;
+          if (i === 0 && args.announce) await c.incr(args.announce);
           lock = await api.acquire([lockKey], 10000);
         }
         const token = args.fence ? await fence(c, lockKey) : null;

@@ -5,7 +5,7 @@ Run by test/compat_python_test.go. Usage:
 
   redis_py_lock.py basic  --addr HOST:PORT [--protocol 2|3] [--fence] --prefix P [TLS]
   redis_py_lock.py worker --addr HOST:PORT [--protocol 2|3] [--fence] --prefix P [TLS]
-                          --id N --iterations N [--start-at UNIX_SECONDS]
+                          --id N --iterations N [--announce KEY]
 
 TLS is --tls-ca FILE [--tls-cert FILE --tls-key FILE]: connect with
 ssl=True, verifying the server against the CA (and its address against the
@@ -16,10 +16,12 @@ as that ACL user.
 basic runs every Lock operation once and checks the result of each; worker
 takes the lock <prefix>:lock N times and, inside it, increments the plain key
 <prefix>:counter with GET then SET (never INCR), so that two holders at once
-lose an update. Every mode prints one JSON object as its last line of stdout
-and exits 0; a failed check prints "FAIL: ..." on stderr and exits 1. Exit
-code 3 means the installed redis-py cannot do what was asked (RESP3 needs
-redis-py >= 5).
+lose an update. With --announce, a worker whose first try finds the lock
+held INCRs KEY before it waits: the Go test holds the lock until every
+worker has, so that they contend for certain. Every mode prints one JSON
+object as its last line of stdout and exits 0; a failed check prints
+"FAIL: ..." on stderr and exits 1. Exit code 3 means the installed redis-py
+cannot do what was asked (RESP3 needs redis-py >= 5).
 """
 
 import argparse
@@ -255,16 +257,14 @@ def worker(args):
     lock_name = args.prefix + ":lock"
     counter = args.prefix + ":counter"
     rnd = random.Random(args.id)
-    if args.start_at:
-        delay = args.start_at - time.time()
-        if delay > 0:
-            time.sleep(delay)
     records = []
     contended = 0
-    for _ in range(args.iterations):
+    for i in range(args.iterations):
         lk = r.lock(lock_name, timeout=10, sleep=0.005)
         if not lk.acquire(blocking=False):
             contended += 1
+            if i == 0 and args.announce:
+                r.incr(args.announce)
             check(lk.acquire(blocking_timeout=60) is True, "blocking acquire within 60 s")
         token = fence(r, lock_name) if args.fence else None
         v = r.get(counter)
@@ -287,7 +287,7 @@ def main():
     p.add_argument("--prefix", default="compat-py")
     p.add_argument("--id", type=int, default=0)
     p.add_argument("--iterations", type=int, default=20)
-    p.add_argument("--start-at", type=float, default=0)
+    p.add_argument("--announce", default="")
     p.add_argument("--tls-ca", default="")
     p.add_argument("--tls-cert", default="")
     p.add_argument("--tls-key", default="")
