@@ -49,6 +49,12 @@ type Counts struct {
 	// append).
 	ProposalsPending int64
 	ProposalsFailed  uint64
+	// ProposalBytes are the bytes of the pending proposals, which
+	// Config.MaxPendingBytes bounds; LogCacheBytes the bytes of the
+	// recent log entries kept in memory (at most 16 MiB); ReplicationBytes
+	// those of the appends sent to followers and not yet answered (at
+	// most 32 MiB and one append per follower).
+	ProposalBytes, LogCacheBytes, ReplicationBytes int64
 }
 
 // Counts returns the node's counts; each is read on its own, without a
@@ -60,6 +66,7 @@ func (n *Node) Counts() Counts {
 		LeaderChanges: n.counts.leaderChanges.Load(),
 		Term:          n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(), Applied: n.fsm.appliedIndex(),
 		ProposalsPending: n.counts.pending.Load(), ProposalsFailed: n.counts.failed.Load(),
+		ProposalBytes: n.pending.Used(), LogCacheBytes: n.cache.Bytes(), ReplicationBytes: n.replicating.Load(),
 	}
 }
 

@@ -137,6 +137,9 @@ type Node struct {
 	logs      *LogStore
 	cache     *logCache // recent entries in front of logs
 	pending   *pendingBytes
+	// replicating counts the bytes of the appends in flight to followers,
+	// over every pipeline.
+	replicating *atomic.Int64
 	raft      *raft.Raft
 	trans     raft.Transport // the node's own: closed by Close
 	peers     *peerMux       // the peer channel; nil with a given Transport
@@ -166,6 +169,7 @@ func Open(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, trans: cfg.Transport, appliedCh: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	n.maxMemory.Store(cfg.MaxMemory)
 	n.pending = newPendingBytes(cfg.MaxPendingBytes)
+	n.replicating = new(atomic.Int64)
 	if err := n.open(); err != nil {
 		// The transport is the node's, given or built: a failed Open must
 		// not leave it listening.
@@ -233,7 +237,7 @@ func (n *Node) open() error {
 		})
 	}
 	n.progress = newProgress()
-	n.trans = guardedTransport{Transport: n.trans, stop: n.stop, progress: n.progress}
+	n.trans = guardedTransport{Transport: n.trans, stop: n.stop, progress: n.progress, inflight: n.replicating}
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.Logger = hlog
@@ -247,7 +251,7 @@ func (n *Node) open() error {
 	rc.SnapshotInterval = time.Second
 	rc.TrailingLogs = cfg.TrailingLogs
 	rc.BatchApplyCh = true
-	rc.MaxAppendEntries = 512
+	rc.MaxAppendEntries = maxAppendEntries
 	// The state machine is durable in Pebble with its applied index, so a
 	// restart replays only the log entries after it instead of restoring
 	// the last snapshot first.
@@ -482,8 +486,7 @@ func (n *Node) Enqueue(e lockstate.Entry) (wait func() (lockstate.Result, error)
 		e.Time, e.Wall = n.cfg.Clock.Stamp()
 		data = e.Encode(data[:0])
 	}
-	f := n.raft.Apply(data, n.cfg.ApplyTimeout)
-	n.pending.track(f, size)
+	f := n.pending.track(n.raft.Apply(data, n.cfg.ApplyTimeout), size)
 	n.counts.pending.Add(1)
 	var once sync.Once
 	return func() (lockstate.Result, error) {

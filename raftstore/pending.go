@@ -47,6 +47,21 @@ type pendingEntry struct {
 	size int64
 }
 
+// sharedFuture is an ApplyFuture that two goroutines may wait on: raft's
+// own answers the first Error call only (its later calls read what that
+// one stored, unsynchronised, and two calls at once would both wait for
+// the one answer). The first caller waits, the other waits for it.
+type sharedFuture struct {
+	raft.ApplyFuture
+	once sync.Once
+	err  error
+}
+
+func (f *sharedFuture) Error() error {
+	f.once.Do(func() { f.err = f.ApplyFuture.Error() })
+	return f.err
+}
+
 func newPendingBytes(max int64) *pendingBytes {
 	return &pendingBytes{max: max, freed: make(chan struct{}), queue: make(chan pendingEntry, 1<<14)}
 }
@@ -99,9 +114,12 @@ func (p *pendingBytes) acquire(size int64, timeout time.Duration, stop <-chan st
 }
 
 // track hands the proposed entry's future to the reaper, which gives its
-// bytes back once Raft answers it.
-func (p *pendingBytes) track(f raft.ApplyFuture, size int64) {
-	p.queue <- pendingEntry{f: f, size: max(size, pendingMinSize)}
+// bytes back once Raft answers it, and returns the future the proposer
+// waits on in its stead.
+func (p *pendingBytes) track(f raft.ApplyFuture, size int64) raft.ApplyFuture {
+	sf := &sharedFuture{ApplyFuture: f}
+	p.queue <- pendingEntry{f: sf, size: max(size, pendingMinSize)}
+	return sf
 }
 
 func (p *pendingBytes) release(size int64) {

@@ -29,7 +29,7 @@ func TestPendingBytes(t *testing.T) {
 	if !p.tryAcquire(800 << 10) {
 		t.Fatal("an empty budget refused 800 KiB")
 	}
-	p.track(first, 800<<10)
+	waited := p.track(first, 800<<10)
 	if p.tryAcquire(300 << 10) {
 		t.Fatal("300 KiB more fitted in a 1 MiB budget holding 800 KiB")
 	}
@@ -51,6 +51,9 @@ func TestPendingBytes(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the room of an answered entry never came back")
+	}
+	if err := waited.Error(); err != nil { // the reaper waited on it too
+		t.Fatal(err)
 	}
 	if u := p.Used(); u != 300<<10 {
 		t.Fatalf("Used = %d, want %d", u, 300<<10)

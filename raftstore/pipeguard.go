@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -25,9 +26,11 @@ type guardedTransport struct {
 	raft.Transport
 	stop     <-chan struct{} // closed when the node begins to close
 	progress *progress
+	inflight *atomic.Int64 // bytes of the pipelines' appends in flight, all together (nil: none counted)
 }
 
 func (g guardedTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	trimAppend(args)
 	err := g.Transport.AppendEntries(id, target, args, resp)
 	if err == nil {
 		g.progress.observe(id, args, resp)
@@ -40,7 +43,7 @@ func (g guardedTransport) AppendEntriesPipeline(id raft.ServerID, target raft.Se
 	if err != nil {
 		return nil, err
 	}
-	gp := &guardedPipeline{AppendPipeline: p, closed: make(chan struct{}), done: make(chan raft.AppendFuture)}
+	gp := &guardedPipeline{AppendPipeline: p, closed: make(chan struct{}), done: make(chan raft.AppendFuture), inflight: newInflight(pipelineBytes, g.inflight)}
 	go func() {
 		select {
 		case <-g.stop:
@@ -49,19 +52,30 @@ func (g guardedTransport) AppendEntriesPipeline(id raft.ServerID, target raft.Se
 		}
 	}()
 	// Raft reads the answers from Consumer; they pass through here first.
+	// An answer gives back its append's bytes as it arrives, and waits in
+	// a queue for raft, never blocking the answers behind it: raft stops
+	// reading answers when a follower refuses an append, and if those
+	// behind it kept their bytes, a send waiting for room would never see
+	// that raft has given up on the pipeline and would wait forever.
 	go func() {
 		in := p.Consumer()
+		var queue []raft.AppendFuture
 		for {
+			var out chan raft.AppendFuture
+			var next raft.AppendFuture
+			if len(queue) > 0 {
+				out, next = gp.done, queue[0]
+			}
 			select {
 			case f := <-in:
+				gp.inflight.release(appendSize(f.Request()))
 				if f.Error() == nil {
 					g.progress.observe(id, f.Request(), f.Response())
 				}
-				select {
-				case gp.done <- f:
-				case <-gp.closed:
-					return
-				}
+				queue = append(queue, f)
+			case out <- next:
+				queue[0] = nil
+				queue = queue[1:]
 			case <-gp.closed:
 				return
 			}
@@ -97,6 +111,23 @@ type guardedPipeline struct {
 	closed chan struct{}
 	done   chan raft.AppendFuture // the answers, once observed
 	err    error
+	// inflight bounds the bytes of the appends sent and not yet answered.
+	inflight *inflight
+}
+
+// AppendEntries sends an append once the appends in flight leave room for
+// it, its entries trimmed to appendBytes.
+func (p *guardedPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	trimAppend(args)
+	size := appendSize(args)
+	if !p.inflight.acquire(size, p.closed) {
+		return nil, raft.ErrPipelineShutdown
+	}
+	f, err := p.AppendPipeline.AppendEntries(args, resp)
+	if err != nil {
+		p.inflight.release(size)
+	}
+	return f, err
 }
 
 func (p *guardedPipeline) Consumer() <-chan raft.AppendFuture { return p.done }
@@ -105,6 +136,7 @@ func (p *guardedPipeline) Close() error {
 	p.once.Do(func() {
 		close(p.closed)
 		p.err = p.AppendPipeline.Close()
+		p.inflight.drain()
 	})
 	return p.err
 }

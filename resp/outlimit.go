@@ -60,6 +60,15 @@ func (c *Conn) PendingOutput() int64 {
 	return c.out.pending
 }
 
+// QueuedInput returns the bytes of the arguments of the connection's
+// commands read and not yet answered (CLIENT LIST's qbuf, as fenced holds
+// input: parsed, not raw).
+func (c *Conn) QueuedInput() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return int64(c.queued)
+}
+
 // Reserve counts n more bytes of pending output, which the caller has
 // produced for the connection and will write (Push) or drop, then Release.
 // If that takes the connection past its class's limit, the bytes are not

@@ -114,12 +114,21 @@ func (s *Server) infoSection(sec string) [][2]string {
 		})
 		rss := rssBytes()
 		maxMem := s.node.MaxMemory()
+		rc := s.node.Counts()
+		input, output := s.clientBuffers()
 		return [][2]string{
 			{"used_memory", itoa(used)}, {"used_memory_human", humanBytes(used)},
 			{"used_memory_rss", itoa(rss)}, {"used_memory_rss_human", humanBytes(rss)},
 			{"number_of_cached_scripts", strconv.Itoa(scripts)}, {"number_of_functions", strconv.Itoa(functions)},
 			{"number_of_libraries", strconv.Itoa(libraries)},
 			{"maxmemory", itoa(maxMem)}, {"maxmemory_human", humanBytes(maxMem)}, {"maxmemory_policy", "noeviction"},
+			// What else fills the node's memory budget (README, Memory):
+			// Redis's names where it has one.
+			{"mem_clients_normal", itoa(input + output)},
+			{"fenced_client_input_bytes", itoa(input)}, {"fenced_client_output_bytes", itoa(output)},
+			{"fenced_raft_log_cache_bytes", itoa(rc.LogCacheBytes)},
+			{"fenced_proposal_bytes", itoa(rc.ProposalBytes)},
+			{"fenced_replication_bytes", itoa(rc.ReplicationBytes)},
 		}
 	case "persistence":
 		// loading:1 until the node settles (startup.go): its clients'

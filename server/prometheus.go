@@ -107,13 +107,14 @@ var (
 	descRejected      = desc("fenced_commands_rejected_total", "Commands refused before they ran (arity, permissions, a node that cannot persist), by name.", "command")
 	descCmdDuration   = desc("fenced_command_duration_seconds", "How long commands took to run, by name; a waiting FLOCK's wait included.", "command")
 	descErrors        = desc("fenced_error_replies_total", "Error replies, by their code (INFO errorstats).", "code")
+	descMemory        = desc("fenced_memory_bytes", "What fills this node's memory besides the state: client input (commands read, not yet answered) and output (replies and messages not yet written), the Raft log cache, the pending proposals, and the appends in flight to followers.", "part")
 	descPipelined     = desc("fenced_pipelined_writes_total", "Writes the leader proposed while an earlier write of the same connection (a client's, or a follower's forwarding link) was still unanswered.")
 )
 
 func (serverCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descHasLeader, descIsLeader, descLeaderChanges, descTerm, descCommitted, descApplied,
 		descPending, descFailed, descSessions, descLocksHeld, descWaiters, descKeys, descStateBytes, descExpirations,
-		descConns, descConnsTotal, descBlocked, descCommands, descFailedCmds, descRejected, descCmdDuration, descErrors, descPipelined} {
+		descConns, descConnsTotal, descBlocked, descCommands, descFailedCmds, descRejected, descCmdDuration, descErrors, descPipelined, descMemory} {
 		ch <- d
 	}
 }
@@ -155,6 +156,13 @@ func (c serverCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descWaiters, float64(waiters))
 	gauge(descKeys, float64(names-locks))
 	gauge(descStateBytes, float64(used))
+	input, output := s.clientBuffers()
+	for _, m := range []struct {
+		part string
+		v    int64
+	}{{"client_input", input}, {"client_output", output}, {"raft_log_cache", rc.LogCacheBytes}, {"proposals", rc.ProposalBytes}, {"replication", rc.ReplicationBytes}} {
+		gauge(descMemory, float64(m.v), m.part)
+	}
 
 	gauge(descConns, float64(len(s.rs.Conns())))
 	counter(descConnsTotal, float64(s.rs.Accepted()))

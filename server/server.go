@@ -277,6 +277,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	go s.announce(tctx)
 	go s.promote(tctx)
 	go s.gateVersion(tctx)
+	go returnIdleMemory(tctx)
 	var metrics *http.Server
 	if s.cfg.Metrics != "" {
 		m, err := s.serveMetrics()

@@ -150,8 +150,8 @@ func publishMany(t testing.TB, c *redis.Client, ch string, size, count int) []in
 // margin; PUBLISH counts the subscriber no more, and other clients are
 // served throughout.
 //
-// The node's RSS while publishing holds the Raft log cache (4096 entries,
-// whatever their size) and Pebble's memtables, with or without
+// The node's RSS while publishing holds the Raft log cache (16 MiB of
+// recent entries) and Pebble's memtables, with or without
 // subscribers, so the test first publishes enough to fill those and
 // measures the growth after that.
 func TestSlowSubscriberOutputLimit(t *testing.T) {

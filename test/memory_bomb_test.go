@@ -1,0 +1,257 @@
+package test
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The memory bombs: what a client with write permission can send to make a
+// node hold memory that its state does not count. Each vector runs
+// against nodes with --maxmemory 64mb while a sampler reads every node's
+// RSS, and every sample, during the load and after it, must stay within
+// the stated budget (rssBound, README: Memory). Before the log cache was
+// bounded in bytes, 150 MSETs of 4 MiB took one node past 1.2 GB, and 400
+// PUBLISHes of 512 KiB with no subscriber past 600 MB.
+
+const bombLimit = 64 << 20
+
+// rssSampler records the highest RSS of nodes until stopped.
+type rssSampler struct {
+	stop  chan struct{}
+	done  chan struct{}
+	mu    sync.Mutex
+	peaks map[*node]int64
+}
+
+func sampleRSS(t *testing.T, nodes ...*node) *rssSampler {
+	s := &rssSampler{stop: make(chan struct{}), done: make(chan struct{}), peaks: map[*node]int64{}}
+	go func() {
+		defer close(s.done)
+		for {
+			for _, n := range nodes {
+				if !n.alive() {
+					continue
+				}
+				rss := n.statusBytesOr("VmRSS", 0)
+				s.mu.Lock()
+				s.peaks[n] = max(s.peaks[n], rss)
+				s.mu.Unlock()
+			}
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(s.end)
+	return s
+}
+
+func (s *rssSampler) end() {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	<-s.done
+}
+
+// check stops the sampler and fails for every node whose peak passed the
+// budget; after the load, each node's RSS is checked again once it has
+// been idle for a while.
+func (s *rssSampler) check(t *testing.T, what string, nodes ...*node) {
+	t.Helper()
+	s.end()
+	bound := rssBound(bombLimit)
+	time.Sleep(12 * time.Second) // idle: two rounds of the node's return of free memory
+	for _, n := range nodes {
+		after := n.statusBytesOr("VmRSS", 0)
+		t.Logf("%s: %s peak RSS %d MiB, %d MiB once idle (budget %d MiB)", what, n.label(), s.peaks[n]>>20, after>>20, bound>>20)
+		if s.peaks[n] > bound {
+			t.Errorf("%s: %s reached %d MiB of RSS, past the budget of %d MiB", what, n.label(), s.peaks[n]>>20, bound>>20)
+		}
+		if after > bound {
+			t.Errorf("%s: %s holds %d MiB of RSS once idle, past the budget of %d MiB", what, n.label(), after>>20, bound>>20)
+		}
+	}
+}
+
+// label names a node in the figures: its client address.
+func (n *node) label() string { return "node " + n.addr }
+
+// statusBytesOr is statusBytes for a goroutine that may not fail the
+// test: or when the process or field is gone.
+func (n *node) statusBytesOr(field string, or int64) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.pid()))
+	if err != nil {
+		return or
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == field+":" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return or
+}
+
+// msetBomb overwrites eight keys with 500 KiB each, count times: 4 MiB a
+// command, 4 MiB of state.
+func msetBomb(t *testing.T, c *redis.Client, count int) {
+	t.Helper()
+	v := strings.Repeat("v", 500<<10)
+	args := []any{"MSET"}
+	for j := range 8 {
+		args = append(args, fmt.Sprint("bomb", j), v)
+	}
+	for i := range count {
+		if err := c.Do(tctx(t), args...).Err(); err != nil {
+			t.Fatalf("MSET %d: %v", i, err)
+		}
+	}
+}
+
+func TestMemoryBombs(t *testing.T) {
+	t.Parallel()
+	args := []string{"--maxmemory", "64mb"}
+
+	t.Run("mset", func(t *testing.T) {
+		t.Parallel()
+		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		n := startNode(t, nodeOpts{args: append([]string{"--metrics", addr}, args...)})
+		c := n.client(t)
+		s := sampleRSS(t, n)
+		msetBomb(t, c, 150)
+		// What fills the budget is in INFO and /metrics: the log cache
+		// holds the last MSETs, up to its bound.
+		cache, _ := strconv.ParseInt(infoField(t, c, "memory", "fenced_raft_log_cache_bytes"), 10, 64)
+		if cache < 8<<20 || cache > 16<<20 {
+			t.Errorf("INFO fenced_raft_log_cache_bytes = %d after 150 MSETs of 4 MiB, want the last ones, within 16 MiB", cache)
+		}
+		for _, f := range []string{"fenced_proposal_bytes", "fenced_replication_bytes", "fenced_client_input_bytes", "fenced_client_output_bytes", "mem_clients_normal"} {
+			if v, err := strconv.ParseInt(infoField(t, c, "memory", f), 10, 64); err != nil || v < 0 {
+				t.Errorf("INFO memory %s = %d, %v", f, v, err)
+			}
+		}
+		m := metricsOf(t, addr)
+		if v := m.value(t, "fenced_memory_bytes", "part", "raft_log_cache"); v < 8<<20 || v > 16<<20 {
+			t.Errorf("fenced_memory_bytes{part=raft_log_cache} = %v, want within 8 and 16 MiB", v)
+		}
+		for _, part := range []string{"client_input", "client_output", "proposals", "replication"} {
+			m.value(t, "fenced_memory_bytes", "part", part)
+		}
+		s.check(t, "150 MSETs of 8 × 500 KiB", n)
+	})
+
+	t.Run("publish", func(t *testing.T) {
+		t.Parallel()
+		n := startNode(t, nodeOpts{args: args})
+		pub := n.soloClient(t)
+		s := sampleRSS(t, n)
+		// No subscriber at all.
+		publishMany(t, pub, "nobody", 512<<10, 400)
+		// One that never reads, and four that do.
+		slow := dialRaw(t, n.addr)
+		slow.send("SUBSCRIBE", "firehose")
+		var wg sync.WaitGroup
+		for range 4 {
+			sub := n.soloClient(t).Subscribe(tctx(t), "firehose")
+			if _, err := sub.Receive(tctx(t)); err != nil {
+				t.Fatal(err)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range sub.Channel() {
+				}
+			}()
+			t.Cleanup(func() { sub.Close() })
+		}
+		publishMany(t, pub, "firehose", 512<<10, 400)
+		s.check(t, "800 PUBLISHes of 512 KiB, to none, then to one slow and four fast subscribers", n)
+	})
+
+	t.Run("scripts-and-append", func(t *testing.T) {
+		t.Parallel()
+		n := startNode(t, nodeOpts{args: args})
+		c := n.client(t)
+		s := sampleRSS(t, n)
+		v := strings.Repeat("s", 500<<10)
+		for i := range 300 {
+			if err := c.Eval(tctx(t), "redis.call('SET', KEYS[1], ARGV[1]) return redis.call('SET', KEYS[2], ARGV[1])", []string{"e1", "e2"}, v).Err(); err != nil {
+				t.Fatalf("EVAL %d: %v", i, err)
+			}
+			if i%8 == 0 {
+				c.Del(tctx(t), "a")
+			}
+			if err := c.Append(tctx(t), "a", v).Err(); err != nil {
+				t.Fatalf("APPEND %d: %v", i, err)
+			}
+		}
+		s.check(t, "300 EVALs setting 2 × 500 KiB and APPENDs of 500 KiB", n)
+	})
+
+	t.Run("unread-pipeline", func(t *testing.T) {
+		t.Parallel()
+		n := startNode(t, nodeOpts{args: args})
+		s := sampleRSS(t, n)
+		// Four clients write big SETs and never read a reply: the node
+		// must stop reading them rather than hold what they send.
+		v := strings.Repeat("p", 500<<10)
+		cmd := []byte(encode("SET", "pipe", v))
+		var wg sync.WaitGroup
+		for range 4 {
+			nc, err := net.Dial("tcp", n.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { nc.Close() })
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				nc.SetWriteDeadline(time.Now().Add(15 * time.Second))
+				for range 400 { // 200 MiB each, if the node took it all
+					if _, err := nc.Write(cmd); err != nil {
+						return // the deadline: the node stopped reading
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if v := mustStr(t, n.client(t), "PING"); v != "PONG" {
+			t.Fatalf("PING = %q", v)
+		}
+		s.check(t, "4 clients pipelining SETs of 500 KiB without reading", n)
+	})
+
+	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
+		c := startCluster(t, 3, args, args, args)
+		leader := c.leader(20 * time.Second)
+		fs := c.followers(leader)
+		s := sampleRSS(t, c.nodes...)
+		// Through a follower (its writes forwarded), while the other
+		// follower lags, paused, then catches up.
+		lagging := fs[1]
+		lagging.pause()
+		msetBomb(t, fs[0].client(t), 60)
+		pub := fs[0].soloClient(t)
+		publishMany(t, pub, "nobody", 512<<10, 100)
+		lagging.resume()
+		msetBomb(t, fs[0].client(t), 60)
+		eventually(t, 60*time.Second, "the lagging follower to catch up", func() bool {
+			v, err := doWithin(lagging.soloClient(t), 5*time.Second, "STRLEN", "bomb7")
+			return err == nil && v == int64(500<<10)
+		})
+		s.check(t, "120 MSETs of 4 MiB and 100 PUBLISHes of 512 KiB through a follower, the other one lagging then catching up", c.nodes...)
+	})
+}
