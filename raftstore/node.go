@@ -132,24 +132,24 @@ func (c *Config) setDefaults() {
 
 // Node is one member of the Raft cluster with its Pebble storage.
 type Node struct {
-	cfg       Config
-	db        *pebble.DB
-	logs      *LogStore
-	cache     *logCache // recent entries in front of logs
-	pending   *pendingBytes
+	cfg     Config
+	db      *pebble.DB
+	logs    *LogStore
+	cache   *logCache // recent entries in front of logs
+	pending *pendingBytes
 	// replicating counts the bytes of the appends in flight to followers,
 	// over every pipeline.
 	replicating *atomic.Int64
-	raft      *raft.Raft
-	trans     raft.Transport // the node's own: closed by Close
-	peers     *peerMux       // the peer channel; nil with a given Transport
-	progress  *progress      // followers' logs as this node's appends found them
-	fsm       *fsm
-	readyTerm atomic.Uint64 // term whose barrier this node applied as leader
-	maxMemory atomic.Int64  // Config.MaxMemory, as last set
-	existing  bool          // the data directory held Raft state at start
-	verify    *verifier     // coalesced leadership checks for reads
-	disk      *disk         // can the node persist, and why not
+	raft        *raft.Raft
+	trans       raft.Transport // the node's own: closed by Close
+	peers       *peerMux       // the peer channel; nil with a given Transport
+	progress    *progress      // followers' logs as this node's appends found them
+	fsm         *fsm
+	readyTerm   atomic.Uint64 // term whose barrier this node applied as leader
+	maxMemory   atomic.Int64  // Config.MaxMemory, as last set
+	existing    bool          // the data directory held Raft state at start
+	verify      *verifier     // coalesced leadership checks for reads
+	disk        *disk         // can the node persist, and why not
 	// transferring is set while a leadership transfer asked for by a
 	// leader that cannot persist is under way.
 	transferring atomic.Bool
