@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -47,6 +48,29 @@ type fenceLocker struct {
 	session string
 	next    int // the client tried first
 	reqs    int
+
+	step atomic.Pointer[fenceStep] // what the client does now (doing)
+}
+
+// fenceStep is what a fenceLocker's client is doing, since when.
+type fenceStep struct {
+	what  string
+	since time.Time
+}
+
+// at records what the client does from now on, for the report of a
+// stall.
+func (l *fenceLocker) at(format string, args ...any) {
+	l.step.Store(&fenceStep{fmt.Sprintf(format, args...), time.Now()})
+}
+
+// doing says what the client has been doing, and for how long.
+func (l *fenceLocker) doing() string {
+	s := l.step.Load()
+	if s == nil {
+		return "nothing yet"
+	}
+	return fmt.Sprintf("%s for %v", s.what, time.Since(s.since).Round(time.Millisecond))
 }
 
 func newFenceLocker(t testing.TB, c *cluster, name string, ttl int) *fenceLocker {
@@ -67,8 +91,12 @@ func newFenceLocker(t testing.TB, c *cluster, name string, ttl int) *fenceLocker
 func (l *fenceLocker) do(ctx context.Context, args ...any) (any, error) {
 	for {
 		l.mu.Lock()
-		c := l.clients[l.next]
+		c, node := l.clients[l.next], l.next+1 // clients[i] is n(i+1)'s
 		l.mu.Unlock()
+		// Heartbeats run beside the client's own step.
+		if args[0] != "SESSION.HEARTBEAT" {
+			l.at("%v on n%d", args[0], node)
+		}
 		v, err := c.Do(ctx, args...).Result()
 		var re redis.Error
 		switch {
@@ -297,12 +325,20 @@ func TestFencingPausedHolderRefused(t *testing.T) {
 // TestFencingCounterUnderFailover: 8 clients increment one counter row,
 // read-modify-write, under one lock (the lock is all that keeps their
 // updates apart), while the leader and then a follower are killed and
-// restarted; two clients pause past their session TTL while holding the
-// lock (one before its transaction, one inside it). The clients' own tally and the rows the increments
-// logged are the model: the counter equals the number of increments whose
-// commit succeeded (no lost update), the increments form the sequence
-// 1..n with tokens that never go down along it, and each refused write
-// was below a token that had committed.
+// restarted; two clients pause while holding the lock, without
+// heartbeats, until it has moved on (one before its transaction, one
+// inside it). The clients' own tally and the rows the increments logged
+// are the model: the counter equals the number of increments whose commit
+// succeeded (no lost update), the increments form the sequence 1..n with
+// tokens that never go down along it, and each refused write was below a
+// token that had committed.
+//
+// The workload is not given a time of its own to finish in, only the
+// test's 3 minutes: it is about 120 transactions one after another behind
+// one lock, and a loaded machine makes it slower, not wrong (50 s for it
+// ran out on two busy cores with the cluster healthy and 118 increments
+// done). What fails it is a stall, no increment committed for fenceStall,
+// reported with what each client was doing and the lock's state.
 func TestFencingCounterUnderFailover(t *testing.T) {
 	t.Parallel()
 	db, guard := startPostgres(t)
@@ -327,8 +363,18 @@ func TestFencingCounterUnderFailover(t *testing.T) {
 		commits  []commit
 		refused  []*fencing.StaleTokenError
 		progress atomic.Int64 // increments committed
+		lastAt   atomic.Int64 // when the last one committed (Unix ns)
+		granted  atomic.Int64 // the highest token a client was granted
+		written  atomic.Int64 // the highest token an increment committed with
 		faulted  atomic.Bool  // the nemesis is done
+		pauses   atomic.Int64 // the paused clients' pauses still to come
 	)
+	pauses.Store(2)
+	// raise makes a at least v.
+	raise := func(a *atomic.Int64, v int64) {
+		for old := a.Load(); v > old && !a.CompareAndSwap(old, v); old = a.Load() {
+		}
+	}
 	// increment is one fenced read-modify-write of the counter.
 	increment := func(tok int64, client int, rng *rand.Rand, pauseAfterRead func()) error {
 		tx, err := db.BeginTx(ctx, nil)
@@ -357,9 +403,17 @@ func TestFencingCounterUnderFailover(t *testing.T) {
 		mu.Lock()
 		commits = append(commits, commit{n + 1, tok})
 		mu.Unlock()
+		raise(&written, tok)
 		progress.Add(1)
+		lastAt.Store(time.Now().UnixNano())
 		return nil
 	}
+
+	// The clients run until their work is done, or until the watchdog
+	// stops them (runCtx's cause is then errFenceStall).
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	stopped := func() bool { return context.Cause(runCtx) == errFenceStall }
 
 	// The nemesis: the leader, then a follower, killed and restarted. The
 	// harness's helpers may end the goroutine with t.Fatal: done is closed
@@ -371,10 +425,10 @@ func TestFencingCounterUnderFailover(t *testing.T) {
 		defer faulted.Store(true)
 		nemesisErr = func() error {
 			waitCommits := func(n int64, what string) error {
-				if !waitFor(60*time.Second, func() bool { return progress.Load() >= n }) {
+				if !waitFor(60*time.Second, func() bool { return progress.Load() >= n || runCtx.Err() != nil }) {
 					return fmt.Errorf("no progress %s (%d increments)", what, progress.Load())
 				}
-				return nil
+				return context.Cause(runCtx) // the clients stopped: no more faults
 			}
 			if err := waitCommits(15, "before the first kill"); err != nil {
 				return err
@@ -396,55 +450,126 @@ func TestFencingCounterUnderFailover(t *testing.T) {
 		}()
 	}()
 
-	runCtx, stop := context.WithTimeout(ctx, 50*time.Second)
-	defer stop()
+	lockers := make([]*fenceLocker, clients)
+	for i := range lockers {
+		lockers[i] = newFenceLocker(t, c, fmt.Sprintf("client-%d", i), ttl)
+	}
+	// Made now: the nemesis may be restarting a node when they are needed.
+	var reporters []*redis.Client
+	for _, n := range c.nodes {
+		o := n.options(3)
+		o.ContextTimeoutEnabled = true // a report's deadline bounds the reply too
+		cl := redis.NewClient(o)
+		t.Cleanup(func() { cl.Close() })
+		reporters = append(reporters, cl)
+	}
+	// The watchdog: a stall is reported once, with what each client was
+	// doing and who holds and waits for the lock, and stops the clients.
+	lastAt.Store(time.Now().UnixNano())
+	clientsDone := make(chan struct{})
+	watchdogDone := make(chan struct{})
+	go func() {
+		defer close(watchdogDone)
+		for {
+			select {
+			case <-clientsDone:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if since := time.Since(time.Unix(0, lastAt.Load())); since > fenceStall {
+				var b strings.Builder
+				for i, l := range lockers {
+					fmt.Fprintf(&b, "\n  client %d: %s", i, l.doing())
+				}
+				t.Errorf("stuck: no increment committed for %v (%d in all); the clients were doing:%s\nLOCK.INFO counter: %s",
+					since.Round(time.Millisecond), progress.Load(), b.String(), fenceLockReport(reporters, lockers, "counter"))
+				stop(errFenceStall)
+				return
+			}
+		}
+	}()
+
 	var wg sync.WaitGroup
-	for i := range clients {
-		l := newFenceLocker(t, c, fmt.Sprintf("client-%d", i), ttl)
+	for i, l := range lockers {
 		wg.Go(func() {
+			// fail reports an error, unless it comes of the watchdog's stop,
+			// which has said what happened.
+			fail := func(format string, args ...any) {
+				if !stopped() {
+					t.Errorf("client %d: "+format, append([]any{i}, args...)...)
+				}
+			}
 			rng := rand.New(rand.NewPCG(uint64(i), 14))
 			hbCtx, stopHB := context.WithCancel(runCtx)
 			defer stopHB()
 			if err := l.open(runCtx); err != nil {
-				t.Error(err)
+				fail("%v", err)
 				return
 			}
 			go l.heartbeats(hbCtx)
-			for it := 0; it < each || !faulted.Load(); it++ {
+			// Client 0 pauses before its transaction, client 1 after reading
+			// the counter, each in the first iteration from the 3rd (the
+			// 9th) in which it got the lock: an iteration whose lock was
+			// lost to a failover does not count. Everyone goes on until both
+			// have paused, so that someone takes the lock from them.
+			pauseFrom, pauseDue := 0, false
+			switch i {
+			case 0:
+				pauseFrom, pauseDue = 2, true
+			case 1:
+				pauseFrom, pauseDue = 8, true
+			}
+			for it := 0; it < each || !faulted.Load() || pauses.Load() > 0; it++ {
 				if runCtx.Err() != nil {
-					t.Errorf("client %d: out of time at iteration %d", i, it)
+					fail("stopped at iteration %d: %v", it, context.Cause(runCtx))
 					return
 				}
+				l.at("iteration %d", it)
 				tok, err := l.lock(runCtx, "counter", 10*time.Second)
 				if errors.Is(err, errLockLost) {
 					if err := l.open(runCtx); err != nil {
-						t.Error(err)
+						fail("%v", err)
 						return
 					}
 					continue
 				}
 				if err != nil {
-					t.Errorf("client %d: %v", i, err)
+					fail("%v", err)
 					return
 				}
-				// Two clients pause once while holding the lock, past their
-				// TTL, so that the lock moves on. Client 0 pauses before its
-				// transaction: its late write must be refused. Client 1
-				// pauses after reading the counter: its Check came first and
-				// keeps the row locked, so the next holder's Check waits for
-				// its commit and then reads what it wrote.
-				pause := func() {
+				raise(&granted, tok)
+				// The paused clients hold the lock without heartbeats until it
+				// has moved on, however long that takes on this machine.
+				// Client 0 waits until a later holder's increment has
+				// committed: its own late write must be refused. Client 1 waits
+				// inside its transaction until a later holder has the lock: its
+				// Check came first and keeps the row locked, so the next
+				// holder's Check waits for its commit and then reads what it
+				// wrote.
+				pause := func(what string, movedOn func() bool) {
+					l.at("paused holding token %d, %s", tok, what)
 					l.paused.Store(true)
-					time.Sleep(ttl*time.Millisecond + 2*time.Second)
+					for !movedOn() && runCtx.Err() == nil {
+						time.Sleep(10 * time.Millisecond)
+					}
 					l.paused.Store(false)
 				}
 				pauseAfterRead := func() {}
 				switch {
-				case i == 0 && it == 2:
-					pause()
-				case i == 1 && it == 8:
-					pauseAfterRead = pause
+				case i == 0 && pauseDue && it >= pauseFrom:
+					pause("before its transaction", func() bool { return written.Load() > tok })
+					pauseDue = false
+					pauses.Add(-1)
+				case i == 1 && pauseDue && it >= pauseFrom:
+					// Counted once it has happened: a transaction that fails
+					// before its read leaves the pause to the next one.
+					pauseAfterRead = func() {
+						pause("in its transaction", func() bool { return granted.Load() > tok })
+						pauseDue = false
+						pauses.Add(-1)
+					}
 				}
+				l.at("in its transaction with token %d", tok)
 				var stale *fencing.StaleTokenError
 				switch err := increment(tok, i, rng, pauseAfterRead); {
 				case errors.As(err, &stale):
@@ -452,23 +577,31 @@ func TestFencingCounterUnderFailover(t *testing.T) {
 					refused = append(refused, stale)
 					mu.Unlock()
 				case err != nil:
-					t.Errorf("client %d: increment with token %d: %v", i, tok, err)
+					fail("increment with token %d: %v", tok, err)
 				}
 				if err := l.unlock(runCtx, "counter", tok); errors.Is(err, errLockLost) {
 					if err := l.open(runCtx); err != nil {
-						t.Error(err)
+						fail("%v", err)
 						return
 					}
 				} else if err != nil {
-					t.Errorf("client %d: %v", i, err)
+					fail("%v", err)
 					return
 				}
 			}
+			l.at("done")
 		})
 	}
 	wg.Wait()
+	close(clientsDone)
+	<-watchdogDone
+	// Clients that ended on errors leave the nemesis nothing to wait for.
+	stop(errFenceClientsDone)
 	<-nemesisDone
-	if nemesisErr != nil {
+	if stopped() {
+		return // reported by the watchdog
+	}
+	if nemesisErr != nil && !errors.Is(nemesisErr, errFenceClientsDone) {
 		t.Fatal(nemesisErr)
 	}
 
@@ -518,4 +651,42 @@ func TestFencingCounterUnderFailover(t *testing.T) {
 	if len(refused) == 0 {
 		t.Error("no write was refused: the paused clients' late writes went through or never happened")
 	}
+}
+
+// fenceStall is how long TestFencingCounterUnderFailover's clients may go
+// without committing an increment before the test calls the cluster stuck.
+// Two FLOCK WAITs: a client waiting for the lock asks again every 10 s.
+// The longest gap measured between two increments, on two cores beside
+// eight CPU hogs, was 4.5 s (a paused holder's session lapsing).
+const fenceStall = 20 * time.Second
+
+// The causes the clients of TestFencingCounterUnderFailover are stopped
+// with.
+var (
+	errFenceStall       = errors.New("stopped: no progress")
+	errFenceClientsDone = errors.New("the clients are done")
+)
+
+// fenceLockReport is LOCK.INFO of lock from the first node that answers
+// (reporters has a client of each), with each session id replaced by the
+// name of the client it belongs to, for the report of a stall.
+func fenceLockReport(reporters []*redis.Client, lockers []*fenceLocker, lock string) string {
+	var names []string
+	for _, l := range lockers {
+		if id := l.sess(); id != "" {
+			names = append(names, id, l.name)
+		}
+	}
+	named := strings.NewReplacer(names...)
+	var errs []string
+	for i, cl := range reporters {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		v, err := cl.Do(ctx, "LOCK.INFO", lock).Result()
+		cancel()
+		if err == nil {
+			return fmt.Sprintf("%s (n%d's answer)", named.Replace(fmt.Sprint(v)), i+1)
+		}
+		errs = append(errs, fmt.Sprintf("n%d: %v", i+1, err))
+	}
+	return "no node answered: " + strings.Join(errs, "; ")
 }
