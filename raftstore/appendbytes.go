@@ -22,7 +22,7 @@ const (
 	// entries the leader reads from its log to build one append before
 	// trimAppend sees it, and how many a follower hands its state machine
 	// at once.
-	maxAppendEntries = 32
+	maxAppendEntries = 16
 )
 
 // appendSize is the bytes of entries an append carries.
