@@ -181,7 +181,7 @@ func Open(cfg Config) (*Node, error) {
 		}
 		return nil, err
 	}
-	n.verify = &verifier{check: func() error { return n.raft.VerifyLeader().Error() }}
+	n.verify = &verifier{check: n.confirmLeader}
 	go n.watchLeadership()
 	go n.pending.reap(n.stop)
 	return n, nil

@@ -31,9 +31,13 @@ type guardedTransport struct {
 
 func (g guardedTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	trimAppend(args)
+	sent := time.Now()
 	err := g.Transport.AppendEntries(id, target, args, resp)
 	if err == nil {
 		g.progress.observe(id, args, resp)
+		if resp.Success && resp.Term == args.Term {
+			g.progress.observeAck(id, args.Term, sent)
+		}
 	}
 	return err
 }
@@ -71,6 +75,9 @@ func (g guardedTransport) AppendEntriesPipeline(id raft.ServerID, target raft.Se
 				gp.inflight.release(appendSize(f.Request()))
 				if f.Error() == nil {
 					g.progress.observe(id, f.Request(), f.Response())
+					if req, resp := f.Request(), f.Response(); req != nil && resp != nil && resp.Success && resp.Term == req.Term {
+						g.progress.observeAck(id, req.Term, f.Start())
+					}
 				}
 				queue = append(queue, f)
 			case out <- next:
@@ -146,6 +153,9 @@ func (p *guardedPipeline) Close() error {
 type progress struct {
 	mu sync.Mutex
 	m  map[raft.ServerID]Progress
+	// acked and changed serve reads' leadership checks (freshquorum.go).
+	acked   map[raft.ServerID]ack
+	changed chan struct{} // closed and replaced whenever acked changes
 }
 
 // Progress is how far a follower's log matches the leader's, as the
@@ -156,7 +166,9 @@ type Progress struct {
 	At    time.Time // when an append last succeeded
 }
 
-func newProgress() *progress { return &progress{m: make(map[raft.ServerID]Progress)} }
+func newProgress() *progress {
+	return &progress{m: make(map[raft.ServerID]Progress), acked: make(map[raft.ServerID]ack), changed: make(chan struct{})}
+}
 
 func (p *progress) observe(id raft.ServerID, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) {
 	if p == nil || args == nil || resp == nil || !resp.Success {

@@ -219,7 +219,11 @@ func runKeyCases(t *testing.T, d *diffConn, cases []dkCase) {
 				}
 				i++
 			}
-			if fc, rc := dsReply(f[i]), dsReply(r[i]); fc != rc {
+			fc, rc := dsReply(f[i]), dsReply(r[i])
+			if len(c.cmd) > 1 && strings.EqualFold(c.cmd[1], "IDLETIME") {
+				fc, rc = idleClass(fc), idleClass(rc)
+			}
+			if fc != rc {
 				t.Errorf("%s: %.200q\n  fenced: %s\n  redis:  %s", what, c.cmd, fc, rc)
 			}
 			for j, after := range []string{"inspect", "PTTL " + dkSrc, "PTTL " + dkDst, "DBSIZE"} {
@@ -249,4 +253,16 @@ func TestDiffKeys(t *testing.T) {
 		runKeyCases(t, d, cases)
 	}
 	t.Logf("%d cases, over RESP2 and RESP3", len(cases))
+}
+
+// idleClass reads an OBJECT IDLETIME of a key set a moment before: Redis
+// counts idle time in whole seconds of its LRU clock, so the answer is 1
+// when a second's boundary fell between the SET and the OBJECT, which a
+// loaded machine makes likely (make test: "fenced: integer:0, redis:
+// integer:1"). 0 and 1 are the same answer here.
+func idleClass(r string) string {
+	if r == "integer:0" || r == "integer:1" {
+		return "integer:0 or 1"
+	}
+	return r
 }
