@@ -94,7 +94,10 @@ type loadOp struct {
 // session, then takes and releases a lock of its own (FLOCK, FUNLOCK …
 // FENCE) and sets a key it never writes again, recording every
 // acknowledged write with when it was sent and answered.
-func backupLoad(t *testing.T, nodes []*node, stop <-chan struct{}) func() []loadOp {
+//
+// count tells how many writes have been recorded so far; the four clients
+// each have at most one iteration (two writes) under way.
+func backupLoad(t *testing.T, nodes []*node, stop <-chan struct{}) (wait func() []loadOp, count func() int) {
 	var mu sync.Mutex
 	var ops []loadOp
 	var wg sync.WaitGroup
@@ -139,10 +142,16 @@ func backupLoad(t *testing.T, nodes []*node, stop <-chan struct{}) func() []load
 			}
 		}()
 	}
-	return func() []loadOp {
+	wait = func() []loadOp {
 		wg.Wait()
 		return ops
 	}
+	count = func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ops)
+	}
+	return wait, count
 }
 
 // Issue 16 d: `fenced snapshot save` from a 3-node cluster under load (sent
@@ -169,13 +178,19 @@ func TestSnapshotSaveRestore(t *testing.T) {
 	}
 
 	stop := make(chan struct{})
-	wait := backupLoad(t, []*node{leader, follower, c.followers(leader)[1]}, stop)
-	time.Sleep(300 * time.Millisecond)
+	wait, count := backupLoad(t, []*node{leader, follower, c.followers(leader)[1]}, stop)
+	// Enough writes on either side of the save to tell, however slowly a
+	// loaded machine makes them (a fixed 300 ms once saw only 8 before):
+	// every write recorded before the save began was acknowledged before
+	// it, and of those recorded after it ended, all but the four clients'
+	// iterations under way (two writes each) were sent after it.
+	eventually(t, 60*time.Second, "10 writes before the save", func() bool { return count() >= 10 })
 	file := filepath.Join(t.TempDir(), "backup.snap")
 	saveStart := time.Now()
 	saved := mustSnapshot(t, nil, "save", file, "--addr", follower.addr)
 	saveEnd := time.Now()
-	time.Sleep(300 * time.Millisecond)
+	atEnd := count()
+	eventually(t, 60*time.Second, "writes sent after the save", func() bool { return count() >= atEnd+4*2+2 })
 	close(stop)
 	ops := wait()
 	if t.Failed() {
