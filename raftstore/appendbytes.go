@@ -3,6 +3,7 @@ package raftstore
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -73,24 +74,50 @@ func (f *inflight) count(n int64) {
 	}
 }
 
+// tryAcquire takes room for size bytes if there is some now.
+func (f *inflight) tryAcquire(size int64) bool {
+	f.mu.Lock()
+	if f.used != 0 && f.used+size > f.max {
+		f.mu.Unlock()
+		return false
+	}
+	f.used += size
+	f.mu.Unlock()
+	f.count(size)
+	return true
+}
+
 // acquire waits for room for size bytes; false if closed was closed first.
 func (f *inflight) acquire(size int64, closed <-chan struct{}) bool {
+	ok, _ := f.acquireUntil(size, closed, nil)
+	return ok
+}
+
+// acquireUntil waits for room for size bytes until stop is closed or
+// expired fires (timedOut).
+func (f *inflight) acquireUntil(size int64, stop <-chan struct{}, expired <-chan time.Time) (ok, timedOut bool) {
 	for {
-		f.mu.Lock()
-		if f.used == 0 || f.used+size <= f.max {
-			f.used += size
-			f.mu.Unlock()
-			f.count(size)
-			return true
+		if f.tryAcquire(size) {
+			return true, false
 		}
+		f.mu.Lock()
 		freed := f.freed
 		f.mu.Unlock()
 		select {
 		case <-freed:
-		case <-closed:
-			return false
+		case <-stop:
+			return false, false
+		case <-expired:
+			return false, true
 		}
 	}
+}
+
+// Used is the bytes in flight.
+func (f *inflight) Used() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.used
 }
 
 func (f *inflight) release(size int64) {

@@ -33,13 +33,8 @@ const pendingMinSize = 256
 // Raft answers them), whether or not its proposer is still waiting: a
 // client that never reads its replies must not keep the budget spent.
 type pendingBytes struct {
-	max int64
-
-	mu    sync.Mutex
-	used  int64
-	freed chan struct{} // closed and replaced whenever bytes come back
-
-	queue chan pendingEntry // to reap, in proposal order
+	budget *inflight
+	queue  chan pendingEntry // to reap, in proposal order
 }
 
 type pendingEntry struct {
@@ -63,53 +58,31 @@ func (f *sharedFuture) Error() error {
 }
 
 func newPendingBytes(max int64) *pendingBytes {
-	return &pendingBytes{max: max, freed: make(chan struct{}), queue: make(chan pendingEntry, 1<<14)}
+	return &pendingBytes{budget: newInflight(max, nil), queue: make(chan pendingEntry, 1<<14)}
 }
 
 // Used is the bytes of the entries pending.
-func (p *pendingBytes) Used() int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.used
-}
+func (p *pendingBytes) Used() int64 { return p.budget.Used() }
 
-// tryAcquire takes room for size more bytes if there is some now.
+// tryAcquire takes room for size more bytes if there is some now. An
+// entry larger than the whole budget is let in alone, when nothing else
+// is pending.
 func (p *pendingBytes) tryAcquire(size int64) bool {
-	size = max(size, pendingMinSize)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.used == 0 || p.used+size <= p.max {
-		p.used += size
-		return true
-	}
-	return false
+	return p.budget.tryAcquire(max(size, pendingMinSize))
 }
 
 // acquire waits up to timeout for room for size more bytes, or until stop
-// is closed. An entry larger than the whole budget is let in alone, when
-// nothing else is pending.
+// is closed.
 func (p *pendingBytes) acquire(size int64, timeout time.Duration, stop <-chan struct{}) error {
-	size = max(size, pendingMinSize)
-	var expired <-chan time.Time
-	for {
-		if p.tryAcquire(size) {
-			return nil
-		}
-		p.mu.Lock()
-		freed := p.freed
-		p.mu.Unlock()
-		if expired == nil {
-			t := time.NewTimer(timeout)
-			defer t.Stop()
-			expired = t.C
-		}
-		select {
-		case <-freed:
-		case <-expired:
-			return ErrBusy
-		case <-stop:
-			return ErrNotReady
-		}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	switch ok, timedOut := p.budget.acquireUntil(max(size, pendingMinSize), stop, t.C); {
+	case ok:
+		return nil
+	case timedOut:
+		return ErrBusy
+	default:
+		return ErrNotReady
 	}
 }
 
@@ -122,13 +95,7 @@ func (p *pendingBytes) track(f raft.ApplyFuture, size int64) raft.ApplyFuture {
 	return sf
 }
 
-func (p *pendingBytes) release(size int64) {
-	p.mu.Lock()
-	p.used -= size
-	close(p.freed)
-	p.freed = make(chan struct{})
-	p.mu.Unlock()
-}
+func (p *pendingBytes) release(size int64) { p.budget.release(size) }
 
 // reap gives back each entry's bytes once Raft has answered it, until stop
 // is closed. Raft answers every future, with a result or an error

@@ -46,14 +46,22 @@ func (n *node) statusBytes(t testing.TB, field string) int64 {
 	if err != nil {
 		t.Skipf("no /proc to measure memory: %v", err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
+	v, ok := statusField(b, field)
+	if !ok {
+		t.Fatalf("no %s in /proc status", field)
+	}
+	return v
+}
+
+// statusField is a "Field: N kB" line of /proc/PID/status, in bytes.
+func statusField(status []byte, field string) (int64, bool) {
+	for _, line := range strings.Split(string(status), "\n") {
 		if f := strings.Fields(line); len(f) == 3 && f[0] == field+":" {
 			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
+			return kb << 10, true
 		}
 	}
-	t.Fatalf("no %s in /proc status", field)
-	return 0
+	return 0, false
 }
 
 // clientIDs returns the ids CLIENT LIST shows.

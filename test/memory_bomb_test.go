@@ -102,11 +102,8 @@ func (n *node) statusBytesOr(field string, or int64) int64 {
 	if err != nil {
 		return or
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == field+":" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
+	if v, ok := statusField(b, field); ok {
+		return v
 	}
 	return or
 }
@@ -199,16 +196,13 @@ func TestMemoryBombs(t *testing.T) {
 		// One that never reads, and four that do.
 		slow := dialRaw(t, n.addr)
 		slow.send("SUBSCRIBE", "firehose")
-		var wg sync.WaitGroup
 		for range 4 {
 			sub := n.soloClient(t).Subscribe(tctx(t), "firehose")
 			if _, err := sub.Receive(tctx(t)); err != nil {
 				t.Fatal(err)
 			}
-			wg.Add(1)
 			go func() {
-				defer wg.Done()
-				for range sub.Channel() {
+				for range sub.Channel() { // ends when Close closes it
 				}
 			}()
 			t.Cleanup(func() { sub.Close() })
