@@ -93,10 +93,13 @@ type diffConn struct {
 	redis  *resp.Client
 	proto  int
 	calls  int
+	// since is when the current case began: a TTL set and read on one
+	// server and then the other may differ by at most the time since.
+	since time.Time
 }
 
 func dialDiff(t *testing.T, fencedAddr, redisAddr string, proto int) *diffConn {
-	d := &diffConn{t: t, proto: proto}
+	d := &diffConn{t: t, proto: proto, since: time.Now()}
 	for _, p := range []struct {
 		c    **resp.Client
 		addr string
@@ -119,6 +122,13 @@ func dialDiff(t *testing.T, fencedAddr, redisAddr string, proto int) *diffConn {
 // do runs args on both and returns the two replies, normalized.
 func (d *diffConn) do(args ...string) (fenced, redis string) {
 	d.t.Helper()
+	f, r := d.doRaw(args...)
+	return normalizeReply(f), normalizeReply(r)
+}
+
+// doRaw runs args on fenced, then on redis.
+func (d *diffConn) doRaw(args ...string) (fenced, redis resp.Value) {
+	d.t.Helper()
 	d.calls++
 	b := make([][]byte, len(args))
 	for i, a := range args {
@@ -134,7 +144,42 @@ func (d *diffConn) do(args ...string) (fenced, redis string) {
 	if err != nil {
 		d.t.Fatalf("redis %q: %v", args, err)
 	}
-	return normalizeReply(fv), normalizeReply(rv)
+	return fv, rv
+}
+
+// sameWithin reports whether two replies are the same but for integers
+// that may be TTLs in milliseconds (over ttlFloor), which may differ by
+// up to tol: the two servers were set and read at different moments.
+// Rounding both to the second would not do: 29,501 and 29,499 round
+// apart. The scripts' other integers (counts, flags, tokens) are small.
+func sameWithin(f, r resp.Value, ttlFloor, tol int64) bool {
+	if f.Kind() != r.Kind() {
+		return false
+	}
+	switch f.Kind() {
+	case resp.KindInt:
+		a, b := f.Integer(), r.Integer()
+		return a == b || a > ttlFloor && b > ttlFloor && max(a-b, b-a) <= tol
+	case resp.KindArray, resp.KindMap, resp.KindSet, resp.KindPush:
+		fe, re := f.Elems(), r.Elems()
+		if len(fe) != len(re) {
+			return false
+		}
+		for i := range fe {
+			if !sameWithin(fe[i], re[i], ttlFloor, tol) {
+				return false
+			}
+		}
+		return true
+	}
+	return normalizeReply(f) == normalizeReply(r)
+}
+
+// tolerance is how far apart two TTLs read in the current case may be:
+// each server's key was set and read within the time since the case
+// began, plus a millisecond of rounding on each.
+func (d *diffConn) tolerance() int64 {
+	return time.Since(d.since).Milliseconds() + 2
 }
 
 // luaRuntimeError is an error raised by Lua itself (not by redis.call),
@@ -145,9 +190,7 @@ func (d *diffConn) do(args ...string) (fenced, redis string) {
 // for its messages. Only malformed calls reach these errors.
 var luaRuntimeError = regexp.MustCompile(`^(ERR user_script:\d+: ).*( script: [0-9a-f]{40}, on @user_script:\d+\.)$`)
 
-// normalizeReply writes v with its kinds; integers that are TTLs in ms
-// (over 1000) are rounded to seconds, since the two servers' clocks run
-// apart by the time between the two calls.
+// normalizeReply writes v with its kinds.
 func normalizeReply(v resp.Value) string {
 	var b strings.Builder
 	var walk func(v resp.Value)
@@ -156,11 +199,7 @@ func normalizeReply(v resp.Value) string {
 		b.WriteByte(':')
 		switch v.Kind() {
 		case resp.KindInt:
-			n := v.Integer()
-			if n > 1000 {
-				n = (n + 500) / 1000 * 1000
-			}
-			b.WriteString(strconv.FormatInt(n, 10))
+			b.WriteString(strconv.FormatInt(v.Integer(), 10))
 		case resp.KindArray, resp.KindMap, resp.KindSet, resp.KindPush:
 			b.WriteByte('[')
 			for _, e := range v.Elems() {
@@ -180,9 +219,9 @@ func normalizeReply(v resp.Value) string {
 
 func (d *diffConn) same(what string, args ...string) {
 	d.t.Helper()
-	f, r := d.do(args...)
-	if f != r {
-		d.t.Errorf("%s: %q\n  fenced: %s\n  redis:  %s", what, args, f, r)
+	f, r := d.doRaw(args...)
+	if !sameWithin(f, r, 100, d.tolerance()) {
+		d.t.Errorf("%s: %q\n  fenced: %s\n  redis:  %s", what, args, normalizeReply(f), normalizeReply(r))
 	}
 }
 
@@ -195,13 +234,8 @@ func (d *diffConn) inspect(what string) {
 			d.t.Errorf("%s: TYPE %s: fenced %s, redis %s", what, k, f, r)
 			continue
 		}
-		// PTTL: the same state, within the time between the two calls.
-		if f, r := d.do("PTTL", k); f != r {
-			fi, _ := strconv.Atoi(strings.TrimPrefix(f, "integer:"))
-			ri, _ := strconv.Atoi(strings.TrimPrefix(r, "integer:"))
-			if fi < 0 || ri < 0 || fi-ri > 50 || ri-fi > 50 {
-				d.t.Errorf("%s: PTTL %s: fenced %s, redis %s", what, k, f, r)
-			}
+		if f, r := d.doRaw("PTTL", k); !sameWithin(f, r, -1, d.tolerance()) {
+			d.t.Errorf("%s: PTTL %s: fenced %s, redis %s (%d ms apart at most)", what, k, normalizeReply(f), normalizeReply(r), d.tolerance())
 		}
 		switch {
 		case strings.Contains(f, `"string"`):
@@ -265,6 +299,7 @@ func diffScript(t *testing.T, d *diffConn, proto int, name string, s libScript) 
 	for si, state := range diffStates {
 		for ai, argv := range diffArgs {
 			what := fmt.Sprintf("RESP%d %s state %d args %d", proto, name, si, ai)
+			d.since = time.Now()
 			d.same(what, append([]string{"DEL"}, append(diffKeys, "lock:b")...)...)
 			d.same(what, "SCRIPT", "FLUSH")
 			for _, c := range state {
@@ -330,11 +365,13 @@ func TestDiffLuaLibraries(t *testing.T) {
 			d := dialDiff(t, fd.addr, rd.leader, proto)
 			n := 0
 			for _, c := range cases {
+				d.since = time.Now()
 				d.same(c[0], "SCRIPT", "FLUSH")
 				d.same(c[0], "EVAL", c[1], "0")
 				n++
 			}
 			for i, seq := range diffLuaSeqs {
+				d.since = time.Now()
 				d.same("seq", "SCRIPT", "FLUSH")
 				d.same("seq", "DEL", "lk", "lh", "ll")
 				for _, args := range seq {
@@ -467,4 +504,25 @@ var diffLuaSeqs = [][][]string{
 		{"COMMAND", "GETKEYS", "nope", "x"},
 		{"COMMAND", "GETKEYS", "set"},
 	},
+}
+
+// TestSameWithin: TTLs read a moment apart on the two servers are the same
+// within the time between, whichever side of a second they fall; other
+// integers and TTLs further apart are not.
+func TestSameWithin(t *testing.T) {
+	for _, c := range []struct {
+		f, r resp.Value
+		want bool
+	}{
+		{resp.Int(29501), resp.Int(29499), true},
+		{resp.Array(resp.Int(-1), resp.Int(997)), resp.Array(resp.Int(-1), resp.Int(999)), true},
+		{resp.Int(29501), resp.Int(29400), false},
+		{resp.Int(1), resp.Int(2), false},
+		{resp.Array(resp.Int(-1), resp.Int(997)), resp.Array(resp.Int(1), resp.Int(997)), false},
+		{resp.Int(997), resp.BulkString("997"), false},
+	} {
+		if got := sameWithin(c.f, c.r, 100, 5); got != c.want {
+			t.Errorf("sameWithin(%s, %s) = %v, want %v", normalizeReply(c.f), normalizeReply(c.r), got, c.want)
+		}
+	}
 }
