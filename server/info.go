@@ -129,6 +129,7 @@ func (s *Server) infoSection(sec string) [][2]string {
 			{"fenced_raft_log_cache_bytes", itoa(rc.LogCacheBytes)},
 			{"fenced_proposal_bytes", itoa(rc.ProposalBytes)},
 			{"fenced_replication_bytes", itoa(rc.ReplicationBytes)},
+			{"fenced_tracking_table_bytes", itoa(s.tracking.tableBytes())},
 		}
 	case "persistence":
 		// loading:1 until the node settles (startup.go): its clients'

@@ -107,7 +107,7 @@ var (
 	descRejected      = desc("fenced_commands_rejected_total", "Commands refused before they ran (arity, permissions, a node that cannot persist), by name.", "command")
 	descCmdDuration   = desc("fenced_command_duration_seconds", "How long commands took to run, by name; a waiting FLOCK's wait included.", "command")
 	descErrors        = desc("fenced_error_replies_total", "Error replies, by their code (INFO errorstats).", "code")
-	descMemory        = desc("fenced_memory_bytes", "What fills this node's memory besides the state: client input (commands read, not yet answered) and output (replies and messages not yet written), the Raft log cache, the pending proposals, and the appends in flight to followers.", "part")
+	descMemory        = desc("fenced_memory_bytes", "What fills this node's memory besides the state: client input (commands read, not yet answered) and output (replies and messages not yet written), the Raft log cache, the pending proposals, the appends in flight to followers, and the client-side caching table.", "part")
 	descPipelined     = desc("fenced_pipelined_writes_total", "Writes the leader proposed while an earlier write of the same connection (a client's, or a follower's forwarding link) was still unanswered.")
 )
 
@@ -160,7 +160,7 @@ func (c serverCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, m := range []struct {
 		part string
 		v    int64
-	}{{"client_input", input}, {"client_output", output}, {"raft_log_cache", rc.LogCacheBytes}, {"proposals", rc.ProposalBytes}, {"replication", rc.ReplicationBytes}} {
+	}{{"client_input", input}, {"client_output", output}, {"raft_log_cache", rc.LogCacheBytes}, {"proposals", rc.ProposalBytes}, {"replication", rc.ReplicationBytes}, {"tracking_table", s.tracking.tableBytes()}} {
 		gauge(descMemory, float64(m.v), m.part)
 	}
 

@@ -32,6 +32,15 @@ import (
 // defaultTrackingMaxKeys is Redis's tracking-table-max-keys.
 const defaultTrackingMaxKeys = 1_000_000
 
+// trackingMaxBytes bounds the table's key names in bytes as well as in
+// count: a million keys of a megabyte each would pass any memory budget.
+// Past it keys are evicted as past tracking-table-max-keys. A key costs
+// its name and trackingKeyOverhead (its map entries and set of ids).
+const (
+	trackingMaxBytes    = 64 << 20
+	trackingKeyOverhead = 128
+)
+
 // trackingEvictStep bounds the keys evicted at once past the cap, so the
 // apply loop never stalls on a lowered cap; the rest go at the next read
 // or applied batch (Redis spreads it the same way).
@@ -52,8 +61,10 @@ type tracker struct {
 	// keys maps each tracked key to the ids of the connections that may
 	// cache it. Ids of connections that closed or turned tracking off stay
 	// until the key is invalidated or evicted, as in Redis.
-	keys  map[string]map[int64]struct{}
-	items int // ids over all keys (INFO's tracking_total_items)
+	keys     map[string]map[int64]struct{}
+	keyBytes int64 // the keys' cost in bytes
+	maxBytes int64 // trackingMaxBytes (lowered by tests)
+	items    int   // ids over all keys (INFO's tracking_total_items)
 	// clients are this node's connections with tracking on.
 	clients map[int64]*tracked
 	// prefixes are the BCAST prefixes in use, each with its connections;
@@ -109,6 +120,7 @@ func newTracker() *tracker {
 		pushers:  make(map[int64]*pusher),
 	}
 	t.maxKeys.Store(defaultTrackingMaxKeys)
+	t.maxBytes = trackingMaxBytes
 	return t
 }
 
@@ -217,6 +229,7 @@ func (t *tracker) rememberLocked(id int64, key string) {
 	if ids == nil {
 		ids = make(map[int64]struct{}, 1)
 		t.keys[key] = ids
+		t.keyBytes += int64(len(key)) + trackingKeyOverhead
 	}
 	if _, ok := ids[id]; !ok {
 		ids[id] = struct{}{}
@@ -232,8 +245,7 @@ func (t *tracker) setMaxKeys(n int64) {
 	for {
 		t.mu.Lock()
 		t.limitLocked()
-		max := t.maxKeys.Load() // another CONFIG SET may have changed it
-		over := max > 0 && int64(len(t.keys)) > max
+		over := t.overLocked() // another CONFIG SET may have changed the cap
 		t.mu.Unlock()
 		if !over {
 			return
@@ -241,12 +253,18 @@ func (t *tracker) setMaxKeys(n int64) {
 	}
 }
 
-// limitLocked evicts keys past tracking-table-max-keys, each with an
-// invalidation to the connections that tracked it, as Redis does: those
-// clients would otherwise miss its next change.
-func (t *tracker) limitLocked() {
+// overLocked reports whether the table is past tracking-table-max-keys or
+// its bytes' bound.
+func (t *tracker) overLocked() bool {
 	max := t.maxKeys.Load()
-	for n := 0; max > 0 && int64(len(t.keys)) > max && n < trackingEvictStep; n++ {
+	return max > 0 && int64(len(t.keys)) > max || t.keyBytes > t.maxBytes
+}
+
+// limitLocked evicts keys past tracking-table-max-keys or trackingMaxBytes,
+// each with an invalidation to the connections that tracked it, as Redis
+// does: those clients would otherwise miss its next change.
+func (t *tracker) limitLocked() {
+	for n := 0; t.overLocked() && n < trackingEvictStep; n++ {
 		for k := range t.keys { // an arbitrary key, as Redis's random walk
 			t.invalidateLocked(k, 0)
 			break
@@ -347,7 +365,7 @@ func (t *tracker) invalidateLocked(key string, proposer int64) {
 	if !ok {
 		return
 	}
-	delete(t.keys, key)
+	t.deleteKeyLocked(key)
 	t.items -= len(ids)
 	for id := range ids {
 		tr := t.clients[id]
@@ -406,7 +424,21 @@ func (t *tracker) flushLocked() {
 		t.send(tr, resp.Null())
 	}
 	clear(t.keys)
+	t.keyBytes = 0
 	t.items = 0
+}
+
+// tableBytes is what the table's keys cost, in bytes.
+func (t *tracker) tableBytes() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.keyBytes
+}
+
+// deleteKeyLocked removes key from the table.
+func (t *tracker) deleteKeyLocked(key string) {
+	delete(t.keys, key)
+	t.keyBytes -= int64(len(key)) + trackingKeyOverhead
 }
 
 // flushAll is flushLocked for the server (Restored).

@@ -88,7 +88,7 @@ func (t *tracker) forget(id int64, keys []string) {
 		delete(ids, id)
 		t.items--
 		if len(ids) == 0 {
-			delete(t.keys, k)
+			t.deleteKeyLocked(k)
 		}
 	}
 }

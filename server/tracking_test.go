@@ -334,6 +334,42 @@ func TestTrackingCap(t *testing.T) {
 	a.want("negative", resp.Error("ERR CONFIG SET failed (possibly related to argument 'tracking-table-max-keys') - argument must be between 0 and 9223372036854775807 inclusive").String())
 }
 
+// TestTrackingBytesCap: the table is bounded in bytes as well as in keys:
+// reads of keys with long names evict the oldest ones past the bound, each
+// with an invalidation, and the count returns to zero with the keys.
+func TestTrackingBytesCap(t *testing.T) {
+	s := startServer(t)
+	s.tracking.mu.Lock()
+	s.tracking.maxBytes = 64 << 10
+	s.tracking.mu.Unlock()
+	a := dialTrack(t, s, 3)
+	a.ok("CLIENT", "TRACKING", "ON")
+	const reads, nameLen = 20, 8 << 10
+	// Evictions come after the reply of the read that made them: count
+	// the pushes before each reply, and before a last PING's.
+	evicted := 0
+	next := func() {
+		for a.read().Kind() == resp.KindPush {
+			evicted++
+		}
+	}
+	for i := range reads {
+		a.send("GET", strings.Repeat("k", nameLen-3)+strconv.Itoa(100+i))
+		next()
+	}
+	a.send("PING")
+	next()
+	fits := (64 << 10) / (nameLen + trackingKeyOverhead)
+	_, keys, _, _ := s.tracking.counts()
+	if b := s.tracking.tableBytes(); b > 64<<10 || keys != fits || evicted != reads-fits {
+		t.Errorf("after %d reads of %d-byte names: %d bytes, %d keys, %d evicted; want at most 64 KiB, %d keys, %d evicted", reads, nameLen, b, keys, evicted, fits, reads-fits)
+	}
+	a.ok("FLUSHALL")
+	if b := s.tracking.tableBytes(); b != 0 {
+		t.Errorf("after FLUSHALL the table costs %d bytes", b)
+	}
+}
+
 // TestTrackingFlush: a flush (a snapshot installed here, or FLUSHALL)
 // sends every tracking connection a null invalidation and empties the
 // table.

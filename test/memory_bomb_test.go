@@ -1,6 +1,7 @@
 package test
 
 import (
+	"bufio"
 	"fmt"
 	"net"
 	"os"
@@ -288,5 +289,135 @@ func TestMemoryBombs(t *testing.T) {
 			return err == nil && v == int64(500<<10)
 		})
 		s.check(t, "120 MSETs of 4 MiB and 100 PUBLISHes of 512 KiB through a follower, the other one lagging then catching up", c.nodes...)
+	})
+
+	t.Run("patterns", func(t *testing.T) {
+		t.Parallel()
+		n := startNode(t, nodeOpts{args: args})
+		s := sampleRSS(t, n)
+		// Eight connections hold as many patterns as they may (1,024 of
+		// 4 KiB each, 32 MiB together), one matching subscriber never
+		// reads, and four read what a pattern brings them.
+		long := strings.Repeat("x", 4096-16)
+		for i := range 8 {
+			raw := dialRaw(t, n.addr)
+			cmd := []string{"PSUBSCRIBE"}
+			for j := range 1024 {
+				cmd = append(cmd, fmt.Sprintf("p%d:%04d:%s*", i, j, long))
+			}
+			raw.send(cmd...)
+		}
+		slow := dialRaw(t, n.addr)
+		slow.send("PSUBSCRIBE", "fire*")
+		for range 4 {
+			sub := n.soloClient(t).PSubscribe(tctx(t), "fire*")
+			if _, err := sub.Receive(tctx(t)); err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				for range sub.Channel() { // ends when Close closes it
+				}
+			}()
+			t.Cleanup(func() { sub.Close() })
+		}
+		publishMany(t, n.soloClient(t), "firehose", 512<<10, 400)
+		s.check(t, "8 connections of 1,024 patterns of 4 KiB, 400 PUBLISHes of 512 KiB to one slow and four fast pattern subscribers", n)
+	})
+
+	t.Run("tracking", func(t *testing.T) {
+		t.Parallel()
+		n := startNode(t, nodeOpts{args: args})
+		s := sampleRSS(t, n)
+		// One tracking connection reads 1,000 keys whose names are 500
+		// KiB each (the longest argument): the table keeps at most 64 MiB
+		// of names, evicting the oldest with an invalidation the
+		// connection reads.
+		raw := dialRaw(t, n.addr)
+		raw.send("HELLO", "3")
+		raw.send("CLIENT", "TRACKING", "ON")
+		const marker = "all-reads-answered"
+		answered := make(chan struct{})
+		go func() {
+			for {
+				line, err := raw.r.ReadSlice('\n')
+				if err == bufio.ErrBufferFull {
+					continue
+				}
+				if err != nil {
+					return
+				}
+				if string(line) == marker+"\r\n" {
+					close(answered)
+					return
+				}
+			}
+		}()
+		name := strings.Repeat("t", 500<<10)
+		for i := range 1000 {
+			raw.write(encode("GET", fmt.Sprintf("%s%03d", name, i)))
+		}
+		raw.write(encode("ECHO", marker))
+		select {
+		case <-answered:
+		case <-time.After(60 * time.Second):
+			t.Fatal("the 1,000 reads were not answered within 60 s")
+		}
+		s.check(t, "a tracking connection reading 1,000 keys of 500 KiB names", n)
+		c := n.client(t)
+		if b, _ := strconv.ParseInt(infoField(t, c, "memory", "fenced_tracking_table_bytes"), 10, 64); b <= 0 || b > 64<<20 {
+			t.Errorf("INFO fenced_tracking_table_bytes = %d after 1,000 reads of 500 KiB names, want within 64 MiB", b)
+		}
+	})
+
+	t.Run("snapshot-install", func(t *testing.T) {
+		t.Parallel()
+		snap := append([]string{"--snapshot-threshold", "64", "--trailing-logs", "8"}, args...)
+		c := startCluster(t, 3, snap, snap, snap)
+		leader := c.leader(20 * time.Second)
+		fs := c.followers(leader)
+		s := sampleRSS(t, c.nodes...)
+		// A follower restarts after missing more than the log keeps:
+		// it is sent a snapshot of 40 MiB of state while the writes
+		// go on through the other follower.
+		restarting := fs[1]
+		restarting.kill()
+		wc := fs[0].client(t)
+		v := strings.Repeat("b", 500<<10)
+		for i := range 80 {
+			if err := bombDo(t, wc, "SET", fmt.Sprintf("big%d", i), v); err != nil {
+				t.Fatalf("SET big%d: %v", i, err)
+			}
+		}
+		msetBomb(t, wc, 80)
+		if _, err := do(tctx(t), leader.client(t), "RAFT.SNAPSHOT"); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { // no t.Fatal off the test's goroutine
+			args := []any{"MSET"}
+			for j := range 8 {
+				args = append(args, fmt.Sprint("bomb", j), v)
+			}
+			for i := range 80 {
+				if err := bombDo(t, wc, args...); err != nil {
+					done <- fmt.Errorf("MSET %d: %w", i, err)
+					return
+				}
+			}
+			done <- nil
+		}()
+		restarting.restart()
+		rc := restarting.soloClient(t)
+		eventually(t, 60*time.Second, "the restarted follower to catch up", func() bool {
+			v, err := doWithin(rc, 5*time.Second, "STRLEN", "big79")
+			return err == nil && v == int64(500<<10)
+		})
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(restarting.stderr(), "installed a snapshot") {
+			t.Errorf("the restarted follower did not catch up by snapshot:\n%s", restarting.stderr())
+		}
+		s.check(t, "a snapshot of 40 MiB installed on a restarted follower during 80 MSETs of 4 MiB", c.nodes...)
 	})
 }
