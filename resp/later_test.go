@@ -19,6 +19,7 @@ type aheadHandler struct {
 	mu      sync.Mutex
 	kv      map[string]string
 	started int // W commands started whose Later has not resolved
+	held    int // HOLD commands handed to the replier
 	overlap int // most W commands outstanding at once
 	release chan struct{}
 }
@@ -53,6 +54,9 @@ func (h *aheadHandler) ServeRESP(c *Conn, args [][]byte) Value {
 		defer h.mu.Unlock()
 		return BulkString(h.kv[string(args[1])])
 	case "HOLD":
+		h.mu.Lock()
+		h.held++
+		h.mu.Unlock()
 		return Later(func() Value { <-h.release; return SimpleString("RELEASED") })
 	}
 	return Error("ERR unknown")
@@ -111,7 +115,20 @@ func TestLaterShutdown(t *testing.T) {
 	go func() { served <- srv.Serve(ln) }()
 	c := dial(t, ln.Addr().String())
 	c.send(multibulk("HOLD") + multibulk("HOLD"))
-	time.Sleep(50 * time.Millisecond) // both handed to the replier
+	// Shutdown answers what was read and drops the rest: wait until both
+	// are handed to the replier (a fixed 50 ms was not always enough under
+	// -race on two loaded cores: the second HOLD was never read).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		h.mu.Lock()
+		held := h.held
+		h.mu.Unlock()
+		if held == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 2 HOLDs handed to the replier after 10 s", held)
+		}
+	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Shutdown(context.Background()) }()
 	select {
