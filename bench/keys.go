@@ -9,8 +9,8 @@ import (
 
 // keysSpec is workload g: a large keyspace read whole (KEYS *, then a SCAN
 // to the end) while lockers take and release their locks, so that the
-// cost of a long read to the writes beside it shows. SPEC section 7: a
-// long read never holds up writes (the server reads in bounded steps,
+// cost of a long read to the writes beside it shows: a long read must
+// never hold up writes (the server reads in bounded steps,
 // raftstore.Node.ReadSteps).
 type keysSpec struct {
 	keys      int

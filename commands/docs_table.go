@@ -19,7 +19,7 @@ const fencedSince = "0.1.0"
 // (DELEX and DELIFEQ go with the keys they delete), since 0.1.0.
 func docRows() []docRow {
 	return []docRow{
-		// Native locks and sessions (SPEC section 3).
+		// Native locks and sessions.
 		{name: "flock", group: "fenced", since: fencedSince,
 			summary:    "Acquire a fenced lock; reply the fencing token",
 			complexity: "O(1), or O(N) to leave a queue of N waiters",
@@ -67,7 +67,7 @@ func docRows() []docRow {
 			summary:    "Return the number of keys in the selected database",
 			complexity: "O(1)"},
 
-		// Keyspace (SPEC section 4).
+		// Keyspace.
 		{name: "set", group: "string", since: "1.0.0",
 			summary:    "Set the string value of a key",
 			complexity: "O(1)",
@@ -372,7 +372,7 @@ func docRows() []docRow {
 			complexity: "O(N) where N is the number of fields being set.",
 			args:       "key=key field_value(field value)...",
 			deprecated: "4.0.0", replacedBy: "`HSET` with multiple field-value pairs"},
-		// List moves (issue 21, cluster version 3).
+		// List moves (cluster version 3).
 		{name: "lmove", group: "list", since: "6.2.0",
 			summary:    "Pop an element from a list, push it to another list and return it",
 			complexity: "O(1)",
@@ -393,7 +393,7 @@ func docRows() []docRow {
 			history:    []string{"6.0.0", "`timeout` is interpreted as a double instead of an integer."},
 			deprecated: "6.2.0", replacedBy: "`BLMOVE` with the `RIGHT` and `LEFT` arguments"},
 
-		// Whole keys (issue 21, cluster version 3).
+		// Whole keys (cluster version 3).
 		{name: "rename", group: "generic", since: "1.0.0",
 			summary:    "Rename a key",
 			complexity: "O(1)",
@@ -455,7 +455,7 @@ func docRows() []docRow {
 			complexity: "O(1)",
 			args:       "key=key"},
 
-		// Scripts and pub/sub (SPEC section 4).
+		// Scripts and pub/sub.
 		{name: "eval", group: "scripting", since: "2.6.0",
 			summary:    "Execute a Lua script server side",
 			complexity: "Depends on the script that is executed.",
@@ -663,7 +663,7 @@ func docRows() []docRow {
 			deprecated: "7.0.0", replacedBy: "`CLUSTER SHARDS`",
 			history: []string{"4.0.0", "Added node IDs."}},
 
-		// Connection and server (SPEC sections 4 and 8).
+		// Connection and server.
 		{name: "ping", group: "connection", since: "1.0.0",
 			summary:    "Ping the server",
 			complexity: "O(1)",

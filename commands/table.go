@@ -34,7 +34,7 @@ const (
 	Write Flags = 1 << iota
 	// Read commands read replicated state: they need a linearizable read.
 	Read
-	// Admin commands need the admin permission (SPEC section 7).
+	// Admin commands need the admin permission.
 	Admin
 	// Blocking commands may wait for a later log entry; they hold up their
 	// own connection only.
@@ -43,7 +43,7 @@ const (
 	Conn
 	// NoAuth commands are served to a connection that has not
 	// authenticated yet, when a password is set: Redis's AUTH, HELLO, QUIT
-	// and RESET (SPEC section 7). The server checks it once, in its
+	// and RESET. The server checks it once, in its
 	// dispatcher; every other command answers -NOAUTH.
 	NoAuth
 	// Ahead writes are proposed without waiting for the connection's
@@ -135,7 +135,7 @@ func New() *Table {
 		flags Flags
 	}
 	rows := []row{
-		// Native locks and sessions (SPEC section 3).
+		// Native locks and sessions.
 		{"flock", -3, Write | Ahead | Blocking | DenyOOM},
 		{"funlock", -3, Write | Ahead},
 		{"fence", -2, Read},
@@ -148,7 +148,7 @@ func New() *Table {
 		{"session.list", 1, Read | Admin},
 		{"type", 2, Read | Keyspace},
 		{"dbsize", 1, Read | Keyspace},
-		// Keyspace (SPEC section 4): strings, TTLs, hashes, lists.
+		// Keyspace: strings, TTLs, hashes, lists.
 		{"set", -3, Write | Ahead | Keyspace | DenyOOM},
 		{"get", 2, Read | Keyspace},
 		{"getdel", 2, Write | Ahead | Keyspace},
@@ -211,7 +211,7 @@ func New() *Table {
 		{"llen", 2, Read | Keyspace},
 		{"lrange", 4, Read | Keyspace},
 		{"blpop", -3, Write | Ahead | Keyspace | Blocking},
-		// Bits, LCS, RPOP and HMSET (issue 21, cluster version 3):
+		// Bits, LCS, RPOP and HMSET (cluster version 3):
 		// lockstate/bits.go, lcs.go, listpops.go.
 		{"setbit", 4, Write | Ahead | Keyspace | DenyOOM},
 		{"getbit", 3, Read | Keyspace},
@@ -220,13 +220,13 @@ func New() *Table {
 		{"lcs", -3, Read | Keyspace},
 		{"rpop", -2, Write | Ahead | Keyspace},
 		{"hmset", -4, Write | Ahead | Keyspace | DenyOOM},
-		// List moves (issue 21, cluster version 3): lockstate/listmove.go;
+		// List moves (cluster version 3): lockstate/listmove.go;
 		// the blocking forms wait as BLPOP does (server/blpop.go).
 		{"lmove", 5, Write | Ahead | Keyspace | DenyOOM},
 		{"rpoplpush", 3, Write | Ahead | Keyspace | DenyOOM},
 		{"blmove", 6, Write | Ahead | Keyspace | Blocking | DenyOOM},
 		{"brpoplpush", 4, Write | Ahead | Keyspace | Blocking | DenyOOM},
-		// Whole keys (issue 21, cluster version 3): keyspace.go.
+		// Whole keys (cluster version 3): keyspace.go.
 		{"rename", 3, Write | Ahead | Keyspace},
 		{"renamenx", 3, Write | Ahead | Keyspace},
 		{"copy", -3, Write | Ahead | Keyspace | DenyOOM},
@@ -237,7 +237,7 @@ func New() *Table {
 		{"touch", -2, Read | Keyspace},
 		{"randomkey", 1, Read | Keyspace},
 		{"object", -2, Read | Keyspace},
-		// Scripts and pub/sub (SPEC section 4).
+		// Scripts and pub/sub.
 		{"eval", -3, Write | Ahead | Keyspace},
 		{"evalsha", -3, Write | Ahead | Keyspace},
 		{"script", -2, Write | Ahead | Keyspace},
@@ -256,7 +256,7 @@ func New() *Table {
 		{"publish", 3, Write | Keyspace},
 		{"subscribe", -2, Conn},
 		{"unsubscribe", -1, Conn},
-		// Transactions (issue 21): the connection queues, EXEC proposes
+		// Transactions: the connection queues, EXEC proposes
 		// the queue as one entry (server/multi.go, lockstate/tx.go).
 		{"multi", 1, Conn},
 		{"exec", 1, Conn},
@@ -289,7 +289,7 @@ func New() *Table {
 		// WATCH on a follower: the leader's linearizable read of the keys.
 		{"raft.watch", -2, Admin | Conn | Peer},
 		{"cluster", -2, Conn},
-		// Connection (SPEC section 4).
+		// Connection.
 		{"ping", -1, Conn},
 		{"echo", 2, Conn},
 		{"auth", -2, Conn | NoAuth},

@@ -66,7 +66,7 @@ func TestBehaviourFlags(t *testing.T) {
 	if got, want := names(tab, func(s *Spec) bool { return s.Has(Leader) }), []string{"raft.join", "raft.remove", "raft.transfer"}; !slices.Equal(got, want) {
 		t.Errorf("Leader commands = %v, want %v", got, want)
 	}
-	// Before AUTH, only what Redis serves then (SPEC section 7): not even
+	// Before AUTH, only what Redis serves then: not even
 	// PING.
 	if got, want := names(tab, func(s *Spec) bool { return s.Has(NoAuth) }), []string{"auth", "hello", "quit", "reset"}; !slices.Equal(got, want) {
 		t.Errorf("NoAuth commands = %v, want %v", got, want)

@@ -94,8 +94,8 @@ func (s *State) Counts() (sessions, locks int) { return len(s.sessions), len(s.l
 func (s *State) Waiters() int { return s.waiters }
 
 // WaitIDs returns the ids of every queued FLOCK, sorted. A node that starts
-// up holds no connection for any of them, so it cancels them (SPEC: a
-// closed connection cancels its wait).
+// up holds no connection for any of them, so it cancels them: a closed
+// connection cancels its wait, and a restart closed them all.
 func (s *State) WaitIDs() []uint64 {
 	ids := make([]uint64, 0, len(s.waitIDs))
 	for id := range s.waitIDs {

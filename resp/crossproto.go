@@ -5,7 +5,7 @@ import (
 	"errors"
 )
 
-// The cross-protocol guard (SPEC section 7). A web page can make a browser
+// The cross-protocol guard. A web page can make a browser
 // send an HTTP request to a loopback port, and each line of it (the body
 // too) reaches a RESP server as an inline command. Redis closes a
 // connection that sends "POST" or "Host:"; so does this package, and also

@@ -14,7 +14,7 @@ import (
 	"github.com/fenced/fenced/resp"
 )
 
-// Authentication on the client port (SPEC section 7), with Redis's texts.
+// Authentication on the client port, with Redis's texts.
 var (
 	// ErrNoAuth answers every command but the table's NoAuth ones on a
 	// connection that has not authenticated while a password is set.

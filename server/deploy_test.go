@@ -11,7 +11,7 @@ import (
 )
 
 // The sample configuration in deploy/ is one fenced accepts, with the
-// values its comments promise (issue 16 i): a TLS-only node of three
+// values its comments promise: a TLS-only node of three
 // machines with bounded state and JSON logs.
 func TestSampleConfig(t *testing.T) {
 	env := func(k string) string {

@@ -13,7 +13,7 @@ import (
 )
 
 // Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH with Redis 7.0's
-// semantics (issue 21). The connection queues its commands here, on the
+// semantics. The connection queues its commands here, on the
 // node that holds it; EXEC proposes the keyspace commands of the queue,
 // with the keys WATCHed, as one OpMulti entry, which every replica applies
 // atomically (lockstate/tx.go), and the connection's own commands (PING,

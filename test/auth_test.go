@@ -20,7 +20,7 @@ import (
 	"github.com/fenced/fenced/internal/plant"
 )
 
-// Password authentication on the client port (SPEC section 7): a node
+// Password authentication on the client port: a node
 // started with --requirepass serves only AUTH, HELLO, QUIT and RESET until
 // a connection authenticates, with Redis's texts and limits.
 

@@ -154,7 +154,7 @@ func backupLoad(t *testing.T, nodes []*node, stop <-chan struct{}) (wait func() 
 	return wait, count
 }
 
-// Issue 16 d: `fenced snapshot save` from a 3-node cluster under load (sent
+// `fenced snapshot save` from a 3-node cluster under load (sent
 // to a follower, which forwards it to the leader), then `fenced snapshot
 // restore` into a new directory and a node started on it: it holds the
 // state of the snapshot's index (the same RAFT.HASH as save, status and

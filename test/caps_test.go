@@ -8,7 +8,7 @@ import (
 	"github.com/fenced/fenced/commands"
 )
 
-// Issue 15, acceptance b (the name caps): a lock name, OWNER tag, REQ id
+// The name caps: a lock name, OWNER tag, REQ id
 // or session label at its cap works, one byte more is refused with its
 // error, and the refused request changes nothing.
 func TestNameCaps(t *testing.T) {

@@ -78,7 +78,7 @@ func TestCheckTokensSharedToken(t *testing.T) {
 // the holder that used it may go on using it.
 func TestFencedStoreEqualToken(t *testing.T) {
 	t.Parallel()
-	// Issue 12: c2 and c5 both granted 2139; c2 reads and writes, then c5.
+	// A double grant once seen: c2 and c5 both granted 2139; c2 reads and writes, then c5.
 	f, c := &fencedStore{check: true}, &fencedStore{}
 	for _, s := range []*fencedStore{f, c} {
 		v2, _ := s.read(2139, "c2")

@@ -1,7 +1,7 @@
 package test
 
-// The client package against real 3-node clusters (issue 14, acceptance
-// c): long and unbounded waits, loss detection, exactly-once through a
+// The client package against real 3-node clusters: long and unbounded
+// waits, loss detection, exactly-once through a
 // connection-dropping proxy, a leader killed during Lock, -MOVED.
 
 import (

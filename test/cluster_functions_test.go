@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Redis 7's Functions are replicated state (issue 21): on 3 nodes a library
+// Redis 7's Functions are replicated state: on 3 nodes a library
 // loaded through a follower is called from every node (FCALL through a
 // follower is forwarded as one entry; FCALL_RO and FUNCTION LIST are
 // served by the leader), survives a leader change (RAFT.TRANSFER), a

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Issue 16 (CONFIG GET|SET, SPEC section 8): the settings under Redis's
+// CONFIG GET|SET: the settings under Redis's
 // names with this node's true values (maxmemory from --maxmemory, the
 // password masked), CONFIG SET maxmemory taking effect at once (the next
 // writes answer -OOM; 0 lifts it), and Redis's errors for what cannot be
@@ -93,7 +93,7 @@ func TestConfigGetMasksPassword(t *testing.T) {
 	}
 }
 
-// Issue 16 (SLOWLOG, SPEC section 8): with slowlog-log-slower-than 0 every
+// SLOWLOG: with slowlog-log-slower-than 0 every
 // command is logged in Redis's entry shape (id, time, µs, arguments, client
 // address and name), newest first, long arguments clipped as Redis clips
 // them, AUTH and ACL never (their arguments carry passwords); max-len keeps

@@ -1,6 +1,6 @@
 package test
 
-// Slow and idle clients (issue 15, acceptance e): a subscriber that does
+// Slow and idle clients: a subscriber that does
 // not read is disconnected at the pub/sub output limit in bytes and the
 // node's memory stays bounded; a client that stops reading its replies is
 // disconnected after --write-timeout; --timeout closes idle connections but

@@ -110,7 +110,7 @@ func setRetrying(t *testing.T, c *redis.Client, key string, val any) {
 	}
 }
 
-// TestDiskFull (issue 15 f): the data directory of one node of three is a
+// TestDiskFull: the data directory of one node of three is a
 // tmpfs of its own. Writes through that node, the leader, fill it until
 // its free space is below --disk-reserve: it answers writes -MISCONF with
 // the reason, stays up, serves reads, says why on /readyz and in INFO, and
@@ -276,7 +276,7 @@ func TestDiskFull(t *testing.T) {
 	}
 }
 
-// TestCorruptLogTail (issue 15 f): a flipped byte in the last log entry, or
+// TestCorruptLogTail: a flipped byte in the last log entry, or
 // in one before it, stops the start-up with one message that names the
 // entry's index and what to do, and no panic trace (hashicorp/raft panics
 // on an entry it cannot read in NewRaft's configuration scan).

@@ -19,7 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Issue 14, acceptance d: the resource side of a token, end to end. A lock
+// The resource side of a token, end to end. A lock
 // on a fenced cluster guards rows in a real PostgreSQL through
 // fencing.Guard; a holder whose lock moved on while it was paused has its
 // write refused, and a counter incremented under the lock while nodes die

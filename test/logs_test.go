@@ -1,6 +1,6 @@
 package test
 
-// Logs and the operator's flags (issue 16 g, SPEC section 8): every line on
+// Logs and the operator's flags: every line on
 // stderr goes through slog in --log-format, fenced's, Raft's and Pebble's
 // alike; a clean single-node start and restart warn of nothing;
 // --log-level filters; --help and --version.

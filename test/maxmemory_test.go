@@ -67,7 +67,7 @@ func fillUntilOOM(t *testing.T, c *redis.Client, what string, cmd func(i int) []
 	return 0
 }
 
-// Issue 15, acceptance a: on 3 nodes with --maxmemory, a client fills the
+// On 3 nodes with --maxmemory, a client fills the
 // state with SET, SESSION.OPEN NAME and RPUSH until -OOM (through the
 // leader and through followers); every node then holds the same state and
 // counts the same used_memory, within the limit; RSS stays within a stated
@@ -211,7 +211,7 @@ func TestMaxMemory(t *testing.T) {
 	checkSameState(t, c.nodes)
 }
 
-// The hostile-input side of --maxmemory (issue 15 g): one client grows the
+// The hostile-input side of --maxmemory: one client grows the
 // state every way it can, each until refused (labels at their cap, many
 // lists at the record cap, a script cache of large distinct scripts),
 // while another keeps using a lock it held before: PING, a reentrant

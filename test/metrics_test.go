@@ -16,7 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Issue 16 b: /metrics passes `promtool check metrics` (lint included) and
+// /metrics passes `promtool check metrics` (lint included) and
 // its families show what a scripted workload did on one node: sessions
 // opened and one expired with the lock it held, locks held, FLOCKs left
 // waiting, a wait granted and one timed out, keys set and one expired,
@@ -198,7 +198,7 @@ func checkMonotonic(t *testing.T, earlier, later scrape) {
 	}
 }
 
-// Issue 16 b: on a 3-node cluster every node knows the leader and exactly
+// On a 3-node cluster every node knows the leader and exactly
 // one is it; RAFT.TRANSFER moves it, and every node counts the change; each
 // node's answer, raft's per-peer metrics included, passes promtool.
 func TestMetricsCluster(t *testing.T) {

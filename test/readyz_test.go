@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Issue 16, acceptance c: /readyz is true on the nodes of a healthy
+// /readyz is true on the nodes of a healthy
 // cluster; false on a node cut off from the majority (the other two
 // paused), whether it led or followed, and true again once they are back;
 // false with the reason on a node that has not settled (restarted alone:

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Issue 15, acceptance c: a list that would outgrow what a snapshot
+// A list that would outgrow what a snapshot
 // carries is refused at write time (it used to be accepted, and then a
 // 155 x 512 KiB list made every restart fail with "bad snapshot: value
 // length"); the list that was accepted survives RAFT.SNAPSHOT, a restart
@@ -107,7 +107,7 @@ func waitSameHash(t *testing.T, n, want *node, timeout time.Duration) {
 	}
 }
 
-// Issue 15, acceptance c: the peak RSS of a node installing a snapshot is
+// The peak RSS of a node installing a snapshot is
 // bounded by the snapshot's size. 50,000 keys of 1 KiB (a 50 MiB snapshot)
 // are installed by a node joining with an empty data directory; its peak
 // RSS (VmHWM) must stay under 48 MiB (an idle node holds about 21) plus

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Issue 16 b: Debian's prometheus-redis-exporter, pointed at a node, reads
+// Debian's prometheus-redis-exporter, pointed at a node, reads
 // true figures from it (INFO ALL, CONFIG GET, SLOWLOG...): the node is up,
 // its connections (the exporter's own included), its keys (keys and held
 // locks share Redis's db0) and the calls of each command.

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Issue 16, acceptance h: a single node on an empty directory takes the
+// A single node on an empty directory takes the
 // first write sent the moment it answers PING (it used to answer -TRYAGAIN
 // for about 650 ms more, and the README's first SESSION.OPEN met it). The
 // client connects the moment the process says it serves, and writes after
@@ -37,7 +37,7 @@ func TestFirstWriteAfterPing(t *testing.T) {
 	}
 }
 
-// Issue 16, acceptance h: a node that cannot settle (one node of three,
+// A node that cannot settle (one node of three,
 // restarted alone: no quorum, no leader) answers its clients' commands
 // -LOADING with the true reason, after waiting for it, and INFO
 // persistence says loading:1; once the others are back it settles, says

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Issue 16, acceptance a (its redis-cli --stat part): against a node with
+// redis-cli --stat: against a node with
 // known keys, locks and traffic, redis-cli --stat prints the true key count
 // (it used to print 0: INFO's db0 line counted held locks only), a memory
 // figure (it printed --9223372036854775808B: there was no used_memory), and
@@ -78,7 +78,7 @@ func TestRedisCliStat(t *testing.T) {
 	t.Logf("redis-cli --stat rows: first %q, last %q", rows[0][0], rows[len(rows)-1][0])
 }
 
-// Issue 16 (INFO commandstats and errorstats, SPEC section 8): calls with
+// INFO commandstats and errorstats, as Redis's: calls with
 // the time they took, failed calls (ran, answered an error) and rejected
 // ones (arity) per command, and error replies by code.
 func TestInfoCommandAndErrorStats(t *testing.T) {
@@ -107,9 +107,9 @@ func TestInfoCommandAndErrorStats(t *testing.T) {
 	}
 }
 
-// redis-cli --bigkeys reads each key's size with STRLEN, HLEN and LLEN
-// (issue 16 a): it used to find every string empty and every hash without
-// fields, fenced having neither command. A held lock is not a string: its
+// redis-cli --bigkeys reads each key's size with STRLEN, HLEN and LLEN:
+// without them it would find every string empty and every hash without
+// fields. A held lock is not a string: its
 // STRLEN is WRONGTYPE, as for any key of another type.
 func TestRedisCliBigkeys(t *testing.T) {
 	t.Parallel()
